@@ -1,0 +1,1 @@
+"""Analyses shared by several rules, each computed once per file."""

@@ -1,0 +1,80 @@
+"""Name resolution and small expression helpers shared by the rules.
+
+Names are resolved through LibCST's ``QualifiedNameProvider``: ``import torch as t`` makes
+``t.device`` resolve to ``torch.device``, ``from torch import cuda`` makes ``cuda.graph`` resolve
+to ``torch.cuda.graph``, and a local that shadows an import resolves to the local instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import libcst as cst
+from libcst import MetadataDependent
+from libcst.metadata import QualifiedNameProvider, QualifiedNameSource
+
+CUDA_DEVICE_STRING = re.compile(r"cuda(:\d+)?")
+
+
+def qualified_names(resolver: MetadataDependent, node: cst.CSTNode) -> set[str]:
+    """The qualified names ``node`` may refer to (empty when unknown)."""
+    found = resolver.get_metadata(QualifiedNameProvider, node, set())
+    return {q.name for q in found}
+
+
+def imported_names(resolver: MetadataDependent, node: cst.CSTNode) -> set[str]:
+    """The qualified names ``node`` may refer to through an import (not a local definition)."""
+    found = resolver.get_metadata(QualifiedNameProvider, node, set())
+    return {q.name for q in found if q.source is QualifiedNameSource.IMPORT}
+
+
+def resolves_to(resolver: MetadataDependent, node: cst.CSTNode, names: Iterable[str]) -> bool:
+    return not qualified_names(resolver, node).isdisjoint(names)
+
+
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    """``a.b.c`` for a chain of names and attributes; None for anything else."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted_name(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+def keyword(call: cst.Call, name: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional(call: cst.Call, index: int) -> cst.Arg | None:
+    args = [a for a in call.args if a.keyword is None and not a.star]
+    return args[index] if index < len(args) else None
+
+
+def argument(call: cst.Call, name: str, index: int) -> cst.Arg | None:
+    """The argument bound to parameter ``name`` at position ``index``, given either way."""
+    return keyword(call, name) or positional(call, index)
+
+
+def method_name(call: cst.Call) -> str | None:
+    """``m`` for a call ``<expr>.m(...)``."""
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+
+
+def is_cuda_device_literal(node: cst.BaseExpression) -> bool:
+    """``"cuda"``, ``"cuda:1"`` or ``f"cuda:{i}"``: a string naming a CUDA device."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return isinstance(value, str) and CUDA_DEVICE_STRING.fullmatch(value) is not None
+    if isinstance(node, cst.FormattedString) and node.parts:
+        first = node.parts[0]
+        if not isinstance(first, cst.FormattedStringText):
+            return False
+        if len(node.parts) == 1:
+            return CUDA_DEVICE_STRING.fullmatch(first.value) is not None
+        return first.value == "cuda:"
+    return False

@@ -1,0 +1,62 @@
+"""Which files a run lints: directories recursively, excludes and .gitignore applied."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from portlint import gitignore
+from portlint.settings import Settings, matches_glob
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+def discover(paths: list[Path], settings: Settings) -> tuple[list[Path], list[Path]]:
+    """Return (files to lint, paths that do not exist).
+
+    A file named explicitly is always linted; files found by walking a folder are skipped when an
+    exclude pattern or a .gitignore says so.
+    """
+    files: list[Path] = []
+    missing: list[Path] = []
+    for path in paths:
+        if path.is_file():
+            files.append(path)
+        elif path.is_dir():
+            files.extend(_walk(path, settings))
+        else:
+            missing.append(path)
+    unique = list(dict.fromkeys(files))
+    return unique, missing
+
+
+def _excluded(path: Path, settings: Settings) -> bool:
+    return any(
+        matches_glob(str(path.resolve()), pattern, settings.root) for pattern in settings.exclude
+    )
+
+
+def _kept(path: Path, is_dir: bool, settings: Settings, patterns: list[gitignore.Pattern]) -> bool:
+    if _excluded(path, settings):
+        return False
+    return not (patterns and gitignore.is_ignored(path.resolve(), is_dir, patterns))
+
+
+def _walk(top: Path, settings: Settings) -> list[Path]:
+    found: list[Path] = []
+    base_patterns = gitignore.ancestor_patterns(top) if settings.respect_gitignore else []
+    patterns_by_dir: dict[str, list[gitignore.Pattern]] = {}
+    for folder, dirnames, filenames in os.walk(top):
+        here = Path(folder)
+        patterns = patterns_by_dir.pop(folder, base_patterns)
+        if settings.respect_gitignore:
+            patterns = patterns + gitignore.parse(here / ".gitignore")
+        dirnames[:] = sorted(d for d in dirnames if _kept(here / d, True, settings, patterns))
+        for name in dirnames:
+            patterns_by_dir[os.path.join(folder, name)] = patterns
+        found.extend(
+            here / name
+            for name in sorted(filenames)
+            if name.endswith(PYTHON_SUFFIXES) and _kept(here / name, False, settings, patterns)
+        )
+    return found

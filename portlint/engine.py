@@ -1,0 +1,167 @@
+"""The pipeline: read → text gate → parse once → one batched visit of every rule → noqa.
+
+The API returns results and never prints; the CLI does the printing.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import tokenize
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+from portlint.registry import all_rules
+from portlint.rule import FileContext, Rule, Violation
+from portlint.settings import Settings
+from portlint.suppression import apply_suppressions
+
+# Below this many files to parse, a process pool costs more to start than it saves.
+MIN_FILES_PER_WORKER = 8
+
+
+@dataclass
+class RunResult:
+    violations: list[Violation] = field(default_factory=list)
+    internal_errors: list[str] = field(default_factory=list)
+    files_checked: int = 0
+    files_parsed: int = 0
+
+
+class SourceError(Exception):
+    """A file that cannot be read or decoded; carries the diagnostic to report."""
+
+    def __init__(self, violation: Violation) -> None:
+        super().__init__(violation.message)
+        self.violation = violation
+
+
+def read_source(path: str) -> str:
+    """The decoded text of ``path`` (PEP 263 encoding declarations honoured)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise SourceError(
+            Violation(path, 1, 1, None, f"IOError: {error.strerror or error}")
+        ) from None
+    return decode_source(path, data)
+
+
+def decode_source(path: str, data: bytes) -> str:
+    if b"\x00" in data:
+        line, col = _line_col(data, data.index(b"\x00"))
+        raise SourceError(
+            Violation(path, line, col, None, "SyntaxError: source contains a null byte")
+        )
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except SyntaxError as error:  # an unknown or conflicting coding declaration
+        raise SourceError(Violation(path, 1, 1, None, f"SyntaxError: {error.msg}")) from None
+    except UnicodeDecodeError as error:
+        line, col = _line_col(data, error.start)
+        message = (
+            f"SyntaxError: source is not valid {error.encoding} (byte 0x{data[error.start]:02x})"
+        )
+        raise SourceError(Violation(path, line, col, None, message)) from None
+
+
+def _line_col(data: bytes, offset: int) -> tuple[int, int]:
+    line = data.count(b"\n", 0, offset) + 1
+    return line, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+
+
+def rules_for(source: str, codes: frozenset[str]) -> list[type[Rule]]:
+    """The text gate: the enabled rules with at least one trigger string in ``source``."""
+    return [
+        rule
+        for code, rule in all_rules().items()
+        if code in codes and any(trigger in source for trigger in rule.triggers)
+    ]
+
+
+def lint_source(path: str, source: str, settings: Settings) -> list[Violation]:
+    """Lint one file's text: findings after suppressions, or one diagnostic if it does not parse."""
+    rules = rules_for(source, settings.codes_for(path))
+    if not rules:
+        return []
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        return [_syntax_error(path, source, error)]
+    context = FileContext(path, settings)
+    MetadataWrapper(module, unsafe_skip_copy=True).visit_batched([rule(context) for rule in rules])
+    return sorted(apply_suppressions(context.violations, source))
+
+
+def _syntax_error(path: str, source: str, error: cst.ParserSyntaxError) -> Violation:
+    """Python's own account of the error where it has one: it names the cause more plainly."""
+    try:
+        ast.parse(source, filename=path)
+    except SyntaxError as python_error:
+        line, col = python_error.lineno or 1, python_error.offset or 1
+        return Violation(path, line, col, None, f"SyntaxError: {python_error.msg}")
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    message = f"SyntaxError: {error.message.splitlines()[0]}"
+    return Violation(path, error.editor_line, error.editor_column, None, message)
+
+
+def _lint_job(job: tuple[str, str, Settings]) -> tuple[list[Violation], str | None]:
+    path, source, settings = job
+    try:
+        return lint_source(path, source, settings), None
+    except Exception as error:  # a crash on one file must not end the run
+        return [], f"{path}: internal error: {type(error).__name__}: {error}"
+
+
+def lint_files(
+    files: list[Path],
+    settings: Settings,
+    jobs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> RunResult:
+    """Lint ``files``; ``progress(done, total)`` is called as parsed files complete."""
+    result = RunResult(files_checked=len(files))
+    work: list[tuple[str, str, Settings]] = []
+    for file in files:
+        path = str(file)
+        try:
+            source = read_source(path)
+        except SourceError as error:
+            result.violations.append(error.violation)
+            continue
+        if rules_for(source, settings.codes_for(path)):
+            work.append((path, source, settings))
+    result.files_parsed = len(work)
+    for violations, error in _run(work, jobs or os.cpu_count() or 1, progress):
+        result.violations.extend(violations)
+        if error:
+            result.internal_errors.append(error)
+    result.violations.sort()
+    return result
+
+
+def _run(
+    work: list[tuple[str, str, Settings]], jobs: int, progress: Callable[[int, int], None] | None
+) -> Iterator[tuple[list[Violation], str | None]]:
+    total = len(work)
+    if jobs <= 1 or total < 2 * MIN_FILES_PER_WORKER:
+        for done, job in enumerate(work, 1):
+            yield _lint_job(job)
+            if progress:
+                progress(done, total)
+        return
+    workers = min(jobs, total // MIN_FILES_PER_WORKER)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_lint_job, job) for job in work]
+        for done, future in enumerate(as_completed(futures), 1):
+            yield future.result()
+            if progress:
+                progress(done, total)

@@ -1,0 +1,97 @@
+"""The rule base class, the violations rules report and the inline cases that specify them."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import libcst as cst
+from libcst.metadata import PositionProvider, ProviderT
+
+from portlint.settings import Settings
+
+
+@dataclass(frozen=True, order=True)
+class Violation:
+    """One finding. Lines are 1-based, columns 1-based (as ruff prints them).
+
+    ``code`` is None for a file that could not be read or parsed; ``message`` then says why.
+    """
+
+    path: str
+    line: int
+    col: int
+    code: str | None
+    message: str
+    end_line: int = 0
+    end_col: int = 0
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An inline case a rule must flag: exactly one finding at ``line``:``col`` (1-based)."""
+
+    source: str
+    line: int
+    col: int
+
+
+@dataclass
+class FileContext:
+    """What a rule may know about the file under analysis."""
+
+    path: str
+    settings: Settings
+    violations: list[Violation] = field(default_factory=list)
+
+
+class Rule(cst.BatchableCSTVisitor):
+    """Base class of every rule.
+
+    A subclass sets ``code``, ``name``, ``triggers`` (strings of which at least one must occur in
+    a file's text for the rule to run on it at all) and its inline ``VALID`` and ``INVALID`` cases,
+    and writes ``visit_*``/``leave_*`` methods that call :meth:`report`. Its docstring is its
+    documentation, with the sections What it does / Why is this bad? / Example / Fix safety /
+    References.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    triggers: ClassVar[tuple[str, ...]]
+    VALID: ClassVar[list[str]] = []
+    INVALID: ClassVar[list[Invalid]] = []
+    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = (PositionProvider,)
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__()
+        self.context = context
+
+    @property
+    def settings(self) -> Settings:
+        return self.context.settings
+
+    def report(self, node: cst.CSTNode, message: str, *, start: cst.CSTNode | None = None) -> None:
+        """Report ``message`` spanning ``node`` (or from ``start`` to the end of ``node``)."""
+        begin = self.get_metadata(PositionProvider, start or node).start
+        end = self.get_metadata(PositionProvider, node).end
+        self.context.violations.append(
+            Violation(
+                path=self.context.path,
+                line=begin.line,
+                col=begin.column + 1,
+                code=self.code,
+                message=message,
+                end_line=end.line,
+                end_col=end.column + 1,
+            )
+        )
+
+    @classmethod
+    def documentation(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first line of the docs: what the rule reports, in a few words."""
+        return cls.documentation().splitlines()[0] if cls.__doc__ else cls.name

@@ -1,0 +1,1 @@
+"""The rules: one module per rule, discovered by :mod:`portlint.registry`."""

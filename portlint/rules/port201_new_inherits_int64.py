@@ -1,0 +1,109 @@
+import libcst as cst
+
+from portlint.analysis.dtypes import NEW_METHODS, Int64Origin, Int64Provider
+from portlint.analysis.names import keyword, method_name
+from portlint.rule import Invalid, Rule
+
+
+def describe(origin: Int64Origin) -> str:
+    text = f"`{origin.name}` (int64 by {origin.how} at line {origin.line}"
+    root = origin.root
+    if root is not origin:
+        text += f", from `{root.name}`: {root.how} at line {root.line}"
+    return text + ")"
+
+
+class NewTensorInheritsInt64(Rule):
+    """`new_*` without `dtype=` inherits int64.
+
+    ## What it does
+    Reports `x.new_empty(...)`, `x.new_zeros(...)`, `x.new_ones(...)` and `x.new_full(...)` called
+    without `dtype=` on a tensor `x` known, within the same function, to be int64: created with
+    `dtype=torch.int64`/`torch.long`, by `torch.arange`, `torch.randint` or `torch.tensor` of
+    integers, by `.long()` or `argmax`, or inherited from such a tensor through `new_*`/`*_like`.
+    The message names the tensor the dtype comes from and where it became int64.
+
+    ## Why is this bad?
+    `new_*` copies the receiver's dtype. A count or index buffer made this way from token ids is
+    int64 where the kernels that consume it expect int32. In vLLM #39951,
+    `num_sampled = sampled.new_empty(num_reqs)` inherited int64 from `sampled`;
+    `num_rejected = torch.empty_like(num_sampled)` inherited it again; inside the Triton kernel
+    `_prepare_eagle_inputs_kernel`, `query_len -= num_rejected` turned a loop variable int64 and a
+    later loop rebinding it as int32 failed to compile:
+    `initial value for `i` is of type int64[], but the then block redefines it as int32[]`.
+    Whether such code compiles then depends on the backend's integer promotion rules.
+
+    ## Example
+    ```python
+    sampled = torch.empty(num_reqs, num_steps + 1, dtype=torch.int64, device=device)
+    num_sampled = sampled.new_empty(num_reqs)
+    ```
+
+    Use instead:
+    ```python
+    sampled = torch.empty(num_reqs, num_steps + 1, dtype=torch.int64, device=device)
+    num_sampled = sampled.new_empty(num_reqs, dtype=torch.int32)
+    ```
+
+    ## Fix safety
+    No fix yet: the intended dtype depends on the consumer.
+
+    ## References
+    - vLLM #39951: `new_empty` inherits int64 into `_prepare_eagle_inputs_kernel`
+    - https://pytorch.org/docs/stable/generated/torch.Tensor.new_empty.html
+    """
+
+    code = "PORT201"
+    name = "new-tensor-inherits-int64"
+    triggers = tuple(sorted(NEW_METHODS))
+    METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, Int64Provider)
+
+    VALID = [
+        "import torch\ns = torch.empty(4, dtype=torch.int64)\nn = s.new_empty(4, dtype=torch.int32)\n",
+        "import torch\ns = torch.empty(4, dtype=torch.float32)\nn = s.new_empty(4)\n",
+        "import torch\ns = torch.arange(0.0, 4.0)\nn = s.new_zeros(4)\n",
+        "import torch\ns = torch.arange(4)\ns = s.float()\nn = s.new_zeros(4)\n",
+        "import torch\ndef f():\n    s = torch.arange(4)\ndef g(s):\n    return s.new_ones(4)\n",
+        "import torch\ns = torch.tensor([1.0, 2.0])\nn = s.new_full((2,), 0)\n",
+        "def f(s):\n    return s.new_empty(4)\n",
+        "import torch\ndef f(xs):\n    s = torch.arange(4)\n    for s in xs:\n        s.new_empty(2)\n",
+        "import torch\ndef f():\n    int64 = torch.float16\n    s = torch.empty(3, dtype=int64)\n    return s.new_empty(3)\n",
+    ]
+    INVALID = [
+        Invalid("import torch\ns = torch.empty(4, dtype=torch.int64)\nn = s.new_empty(4)\n", 3, 5),
+        Invalid("import torch\ns = torch.zeros(4, dtype=torch.long)\nn = s.new_zeros(4)\n", 3, 5),
+        Invalid("import torch\ns = torch.arange(4)\nn = s.new_ones(4)\n", 3, 5),
+        Invalid("import torch\ns = torch.randint(0, 9, (4,))\nn = s.new_full((4,), 1)\n", 3, 5),
+        Invalid("import torch\ns = torch.tensor([1, 2])\nn = s.new_empty(2)\n", 3, 5),
+        Invalid("def f(x):\n    s = x.long()\n    return s.new_empty(2)\n", 3, 12),
+        Invalid(
+            "def f(logits):\n    s = logits.argmax(dim=-1)\n    return s.new_empty(2)\n", 3, 12
+        ),
+        Invalid("import torch as t\ns = t.empty(4, dtype=t.int64)\nn = s.new_empty(4)\n", 3, 5),
+        Invalid(
+            "from torch import empty, int64\ns = empty(4, dtype=int64)\nn = s.new_empty(4)\n", 3, 5
+        ),
+        Invalid(
+            "import torch\ns = torch.arange(4)\nn = torch.empty_like(s)\nm = n.new_zeros(2)\n", 4, 5
+        ),
+        Invalid(
+            "import torch\nclass W:\n    def f(self):\n"
+            "        self.ids = torch.arange(4)\n        return self.ids.new_empty(2)\n",
+            5,
+            16,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if method_name(node) not in NEW_METHODS or keyword(node, "dtype") is not None:
+            return
+        assert isinstance(node.func, cst.Attribute)
+        origin = self.get_metadata(Int64Provider, node.func.value, None)
+        if origin is None:
+            return
+        self.report(
+            node,
+            f"`.{node.func.attr.value}()` without `dtype=` inherits int64 from {describe(origin)}; "
+            "pass `dtype=` explicitly (kernels that take counts and indices usually expect "
+            "`torch.int32`)",
+        )

@@ -1,0 +1,316 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import CodePosition, PositionProvider, QualifiedNameProvider
+
+from portlint.analysis.names import argument, dotted_name, imported_names, qualified_names
+from portlint.analysis.streams import (
+    CAPTURE_CONTEXTS,
+    NOT_WARMUPS,
+    STREAM_CONTEXTS,
+    StreamSource,
+    stream_source,
+)
+from portlint.rule import Invalid, Rule
+
+
+@dataclass(frozen=True)
+class CallSite:
+    callee: str
+    start: CodePosition
+    stream: str | None  # the stream of the innermost `with torch.cuda.stream(s)`, if any
+    exits: frozenset[int]  # the enclosing blocks that end in `return` or `raise`
+
+
+@dataclass(frozen=True)
+class StreamBinding:
+    start: CodePosition
+    source: StreamSource | None
+
+
+@dataclass
+class Frame:
+    """What has been seen so far in one function (or the module body), in source order."""
+
+    calls: list[CallSite] = field(default_factory=list)
+    bindings: dict[str, list[StreamBinding]] = field(default_factory=dict)
+    stream_contexts: list[str | None] = field(default_factory=list)
+    blocks: list[tuple[int, bool]] = field(default_factory=list)  # (id, ends in return/raise)
+
+
+def _pos(position: CodePosition) -> tuple[int, int]:
+    return position.line, position.column
+
+
+def _ends_in_exit(block: cst.BaseSuite) -> bool:
+    last = block.body[-1] if block.body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1]
+    return isinstance(last, (cst.Return, cst.Raise))
+
+
+class CaptureStreamNotWarmed(Rule):
+    """Graph captured on a stream the warm-up did not run on.
+
+    ## What it does
+    Reports a `torch.cuda.graph(...)` capture that follows a warm-up in the same function (a call
+    made before the capture to something the capture body calls too) when the capture does not
+    run on the stream the warm-up ran on:
+    - `stream=` is a call such as `current_stream()`, fetching the stream at the capture site;
+    - `stream=` is left out, so PyTorch captures on its own private side stream;
+    - `stream=s` where the warm-up ran under another stream, or `s` is a new stream
+      (`torch.cuda.Stream()`) or was fetched only after the warm-up.
+    Functions named `current_stream` and those listed in `stream-functions` count as fetching
+    the ambient stream.
+
+    ## Why is this bad?
+    Libraries create per-stream state lazily: cuBLAS its workspace, hipBLASLt its handles. A
+    warm-up on one stream and a capture on another creates that state during capture. On CUDA
+    this allocates cuBLAS's 32 MiB workspace inside the graph's pool; on ROCm creating the
+    hipBLASLt state during capture fails (vLLM #53399, Gemma4's `_setup_centroids_cuda_graphs`).
+
+    ## Example
+    ```python
+    for _ in range(3):
+        model(static_input)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=current_stream()):
+        static_output = model(static_input)
+    ```
+
+    Use instead:
+    ```python
+    capture_stream = current_stream()
+    for _ in range(3):
+        model(static_input)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=capture_stream):
+        static_output = model(static_input)
+    ```
+
+    ## Fix safety
+    No fix yet: hoisting the stream moves code across the warm-up.
+
+    ## References
+    - vLLM #53399 and #53818: Gemma4 centroids graph capture on ROCm
+    - https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs
+    """
+
+    code = "PORT301"
+    name = "capture-stream-not-warmed"
+    triggers = ("graph(", "cuda import")
+    METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, QualifiedNameProvider)
+
+    VALID = [
+        # vLLM 0.33's fixed form: the stream is fetched once, before the warm-up.
+        "import torch\nfrom vllm.utils.torch_utils import current_stream\n"
+        "def f(m, x):\n    s = current_stream()\n    for _ in range(3):\n        m(x)\n"
+        "    g = torch.cuda.CUDAGraph()\n    with torch.cuda.graph(g, stream=s):\n        y = m(x)\n",
+        # Warm-up under the stream that is then captured on.
+        "import torch\ndef f(m, x):\n    s = torch.cuda.Stream()\n    with torch.cuda.stream(s):\n"
+        "        m(x)\n    g = torch.cuda.CUDAGraph()\n    with torch.cuda.graph(g, stream=s):\n        m(x)\n",
+        # No warm-up in the function: nothing to compare against.
+        "import torch\ndef f(m, x):\n    g = torch.cuda.CUDAGraph()\n    with torch.cuda.graph(g):\n        m(x)\n",
+        # The warm-up calls something else than the capture.
+        "import torch\ndef f(m, x):\n    prepare(x)\n    g = torch.cuda.CUDAGraph()\n"
+        "    with torch.cuda.graph(g, stream=torch.cuda.current_stream()):\n        m(x)\n",
+        # A local `graph` is not torch.cuda.graph.
+        "def f(m, x, graph):\n    m(x)\n    with graph(g):\n        m(x)\n",
+        # Getters and allocations called on both sides are not a warm-up.
+        "import torch\ndef f(m, x):\n    get_offloader().sync()\n    y = torch.zeros(3)\n"
+        "    with torch.cuda.graph(g):\n        get_offloader().join()\n        y = torch.zeros(3)\n",
+        # The earlier call is on a path that returns before the capture.
+        "import torch\ndef f(m, x, eager):\n    if eager:\n        return m(x)\n"
+        "    with torch.cuda.graph(g):\n        m(x)\n",
+        # A stream of unknown origin, warm-up on the ambient stream: not known to differ.
+        "import torch\ndef f(self, m, x):\n    m(x)\n    with torch.cuda.graph(g, stream=self.stream):\n        m(x)\n",
+    ]
+    INVALID = [
+        # A warm-up in a branch that does not leave the function still reaches the capture.
+        Invalid(
+            "import torch\ndef f(m, x, warm):\n    if warm:\n        m(x)\n"
+            "    with torch.cuda.graph(g):\n        m(x)\n",
+            5,
+            10,
+        ),
+        Invalid(
+            "import torch\nfrom torch.cuda import current_stream\ndef f(m, x):\n    for _ in range(3):\n"
+            "        m(x)\n    g = torch.cuda.CUDAGraph()\n    with torch.cuda.graph(g, stream=current_stream()):\n"
+            "        y = m(x)\n",
+            7,
+            10,
+        ),
+        Invalid(
+            "import torch\ndef f(m, x):\n    m(x)\n    g = torch.cuda.CUDAGraph()\n"
+            "    with torch.cuda.graph(g):\n        y = m(x)\n",
+            5,
+            10,
+        ),
+        Invalid(
+            "from torch import cuda\ndef f(m, x):\n    m(x)\n    g = cuda.CUDAGraph()\n"
+            "    with cuda.graph(g, None, cuda.current_stream()):\n        y = m(x)\n",
+            5,
+            10,
+        ),
+        Invalid(
+            "import torch\ndef f(m, x):\n    s = torch.cuda.Stream()\n    m(x)\n"
+            "    with torch.cuda.graph(g, stream=s):\n        y = m(x)\n",
+            5,
+            10,
+        ),
+        Invalid(
+            "import torch\ndef f(m, x, other):\n    s = torch.cuda.current_stream()\n"
+            "    with torch.cuda.stream(other):\n        m(x)\n"
+            "    with torch.cuda.graph(g, stream=s):\n        y = m(x)\n",
+            6,
+            10,
+        ),
+        Invalid(
+            "import torch\ndef f(m, x):\n    m(x)\n    s = torch.cuda.current_stream()\n"
+            "    with torch.cuda.graph(g, stream=s):\n        y = m(x)\n",
+            5,
+            10,
+        ),
+    ]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.frames: list[Frame] = [Frame()]
+        self.receivers: set[int] = set()
+
+    @property
+    def frame(self) -> Frame:
+        return self.frames[-1]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.frames.append(Frame())
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.frames.pop()
+
+    def _start(self, node: cst.CSTNode) -> CodePosition:
+        return self.get_metadata(PositionProvider, node).start
+
+    def _source(self, value: cst.BaseExpression) -> StreamSource | None:
+        if not isinstance(value, cst.Call):
+            return None
+        return stream_source(
+            qualified_names(self, value.func),
+            imported_names(self, value.func),
+            self.settings.stream_functions,
+        )
+
+    # Blocks that end in `return` or `raise` hold calls on paths that never reach a later capture.
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.frame.blocks.append((id(node), _ends_in_exit(node)))
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self.frame.blocks.pop()
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self.frame.blocks.append((id(node), _ends_in_exit(node)))
+
+    def leave_SimpleStatementSuite(self, original_node: cst.SimpleStatementSuite) -> None:
+        self.frame.blocks.pop()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Call):
+            self.receivers.add(id(node.value))  # `get_x().method()`: a getter, not work
+
+    def visit_Call(self, node: cst.Call) -> None:
+        callee = dotted_name(node.func)
+        if (
+            callee
+            and id(node) not in self.receivers
+            and not qualified_names(self, node.func) & NOT_WARMUPS
+        ):
+            stream = self.frame.stream_contexts[-1] if self.frame.stream_contexts else None
+            exits = frozenset(block for block, exits in self.frame.blocks if exits)
+            self.frame.calls.append(CallSite(callee, self._start(node), stream, exits))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            key = dotted_name(target.target)
+            if key:
+                binding = StreamBinding(self._start(node), self._source(node.value))
+                self.frame.bindings.setdefault(key, []).append(binding)
+
+    def visit_With(self, node: cst.With) -> None:
+        for item in node.items:
+            call = item.item
+            if isinstance(call, cst.Call) and qualified_names(self, call.func) & STREAM_CONTEXTS:
+                target = argument(call, "stream", 0)
+                self.frame.stream_contexts.append(dotted_name(target.value) if target else None)
+
+    def leave_With(self, original_node: cst.With) -> None:
+        for item in original_node.items:
+            call = item.item
+            if not isinstance(call, cst.Call):
+                continue
+            names = qualified_names(self, call.func)
+            if names & STREAM_CONTEXTS:
+                self.frame.stream_contexts.pop()
+            elif names & CAPTURE_CONTEXTS:
+                self._check_capture(original_node, call)
+
+    def _warmups(self, with_node: cst.With) -> list[CallSite]:
+        """Calls before the capture, on a path that reaches it, to something the capture calls."""
+        position = self.get_metadata(PositionProvider, with_node)
+        with_start, with_end = _pos(position.start), _pos(position.end)
+        body_start = _pos(self._start(with_node.body))
+        captured = {c.callee for c in self.frame.calls if body_start <= _pos(c.start) <= with_end}
+        enclosing = {block for block, _ in self.frame.blocks}
+        return [
+            c
+            for c in self.frame.calls
+            if _pos(c.start) < with_start and c.callee in captured and c.exits <= enclosing
+        ]
+
+    def _check_capture(self, with_node: cst.With, capture: cst.Call) -> None:
+        warmups = self._warmups(with_node)
+        if not warmups:
+            return
+        first = warmups[0]
+        stream_arg = argument(capture, "stream", 2)
+        stream = stream_arg.value if stream_arg else None
+        if stream is None or (isinstance(stream, cst.Name) and stream.value == "None"):
+            self.report(
+                capture,
+                f"capture runs on PyTorch's private side stream, but the warm-up at line {first.start.line} ran on another stream; fetch the capture stream once before the warm-up and pass `stream=`",
+            )
+            return
+        if isinstance(stream, cst.Call):
+            if self._source(stream) is not None:
+                self.report(
+                    capture,
+                    f"capture stream is fetched at the capture site, after the warm-up at line {first.start.line}; fetch it once before the warm-up, warm up on it and pass it here",
+                )
+            return
+        key = dotted_name(stream)
+        if key is None:
+            return
+        problem = self._stream_problem(key, warmups)
+        if problem:
+            self.report(
+                capture,
+                f"capture runs on `{key}`, but {problem}; warm up on the stream you capture on",
+            )
+
+    def _stream_problem(self, key: str, warmups: list[CallSite]) -> str | None:
+        bindings = self.frame.bindings.get(key, [])
+        for warmup in warmups:
+            line = warmup.start.line
+            if warmup.stream is not None:
+                if warmup.stream != key:
+                    return f"the warm-up at line {line} ran under `{warmup.stream}`"
+                continue
+            before = [b for b in bindings if _pos(b.start) < _pos(warmup.start)]
+            if not before and bindings:
+                source = bindings[-1].source
+                if source is not None:
+                    return f"it is fetched at line {bindings[-1].start.line}, after the warm-up at line {line}"
+            elif before and before[-1].source is StreamSource.OTHER:
+                return f"it is not the ambient stream the warm-up at line {line} ran on"
+        return None

@@ -1,0 +1,37 @@
+"""The effective settings of a run: plain, picklable data built by :mod:`portlint.config`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import PurePath
+
+
+@dataclass(frozen=True)
+class Settings:
+    root: str = "."
+    select: frozenset[str] = frozenset()
+    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
+    exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    stream_functions: tuple[str, ...] = field(default=())
+
+    def codes_for(self, path: str) -> frozenset[str]:
+        """The codes enabled for ``path`` once ``per-file-ignores`` are applied."""
+        ignored: set[str] = set()
+        for pattern, codes in self.per_file_ignores:
+            if matches_glob(path, pattern, self.root):
+                ignored |= codes
+        return self.select - ignored
+
+
+def matches_glob(path: str, pattern: str, root: str) -> bool:
+    """Match as ruff does: against the file's name, or its path relative to ``root``."""
+    pure = PurePath(path)
+    if fnmatch(pure.name, pattern):
+        return True
+    try:
+        relative = PurePath(path).relative_to(root) if pure.is_absolute() else pure
+    except ValueError:
+        relative = pure
+    return fnmatch(relative.as_posix(), pattern)

@@ -1,0 +1,275 @@
+"""The command line, run as a user runs it: a subprocess, exit codes, outputs, configuration."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_cli
+
+BUGGY = 'import torch\ndevice = torch.device("cuda")\ny = x.cuda()\n'
+
+
+def write(root: Path, relative: str, text: str) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    write(tmp_path, "pyproject.toml", "[project]\nname = 'x'\n")
+    write(tmp_path, "src/pkg/buggy.py", BUGGY)
+    write(tmp_path, "src/pkg/clean.py", "import torch\ny = torch.zeros(3)\n")
+    return tmp_path
+
+
+def test_findings_exit_1_in_sorted_text_with_summary(project):
+    result = run_cli("check", "src", cwd=project)
+    assert result.returncode == 1, result.stderr
+    path = str(Path("src/pkg/buggy.py"))
+    assert result.stdout.splitlines() == [
+        f"{path}:2:10: PORT101 `torch.device` hardcodes CUDA; take the device from the caller (e.g. `worker.device`) or `torch.accelerator.current_accelerator()`",
+        f"{path}:3:7: PORT102 `.cuda()` moves to CUDA by name; use `.to(device)` with the device in use",
+        "Found 2 errors.",
+    ]
+    assert result.stderr == ""
+
+
+def test_clean_tree_exits_0(project):
+    result = run_cli("check", "src/pkg/clean.py", cwd=project)
+    assert (result.returncode, result.stdout) == (0, "All checks passed!\n")
+
+
+def test_default_path_is_the_current_folder(project):
+    assert run_cli("check", cwd=project / "src").returncode == 1
+
+
+def test_json_output_uses_ruff_field_names(project):
+    result = run_cli("check", "src", "--output-format", "json", cwd=project)
+    assert result.returncode == 1
+    items = json.loads(result.stdout)
+    assert [item["code"] for item in items] == ["PORT101", "PORT102"]
+    first = items[0]
+    assert set(first) == {
+        "cell",
+        "code",
+        "end_location",
+        "filename",
+        "fix",
+        "location",
+        "message",
+        "noqa_row",
+        "url",
+    }
+    assert first["location"] == {"row": 2, "column": 10}
+    assert first["end_location"] == {"row": 2, "column": 30}
+    assert first["filename"] == str((project / "src/pkg/buggy.py").resolve())
+    assert first["noqa_row"] == 2 and first["fix"] is None
+
+
+def test_json_output_of_clean_tree_is_empty_list(project):
+    result = run_cli("check", "src/pkg/clean.py", "--output-format", "json", cwd=project)
+    assert (result.returncode, json.loads(result.stdout)) == (0, [])
+
+
+@pytest.mark.parametrize(
+    ("args", "codes"),
+    [
+        (["--select", "PORT101"], ["PORT101"]),
+        (["--select", "PORT1"], ["PORT101", "PORT102"]),
+        (["--ignore", "PORT101"], ["PORT102"]),
+        (["--select", "PORT2", "--extend-select", "PORT102"], ["PORT102"]),
+        (["--select", "ALL", "--ignore", "PORT1"], []),
+    ],
+)
+def test_select_and_ignore_on_the_command_line(project, args, codes):
+    result = run_cli("check", "src", "--output-format", "json", *args, cwd=project)
+    assert [item["code"] for item in json.loads(result.stdout)] == codes
+    assert result.returncode == (1 if codes else 0)
+
+
+def test_exit_zero_and_statistics(project):
+    result = run_cli("check", "src", "--exit-zero", "--statistics", cwd=project)
+    assert result.returncode == 0
+    assert result.stdout.split() == [
+        "1",
+        "PORT101",
+        "hardcoded-cuda-device",
+        "1",
+        "PORT102",
+        "cuda-method-call",
+    ]
+
+
+def test_quiet_prints_findings_only(project):
+    result = run_cli("check", "src", "-q", cwd=project)
+    assert result.returncode == 1 and len(result.stdout.splitlines()) == 2
+
+
+def test_config_select_ignore_and_per_file_ignores(project):
+    write(
+        project,
+        "pyproject.toml",
+        """
+        [tool.portlint]
+        select = ["PORT1", "PORT3"]
+        ignore = ["PORT102"]
+        per-file-ignores = {"src/pkg/other.py" = ["PORT101"]}
+    """,
+    )
+    write(project, "src/pkg/other.py", BUGGY)
+    result = run_cli("check", "src", "--output-format", "json", cwd=project)
+    found = [(Path(i["filename"]).name, i["code"]) for i in json.loads(result.stdout)]
+    assert found == [("buggy.py", "PORT101")]
+
+
+def test_command_line_select_overrides_config(project):
+    write(project, "pyproject.toml", '[tool.portlint]\nselect = ["PORT101"]\n')
+    result = run_cli("check", "src", "--select", "PORT102", "--output-format", "json", cwd=project)
+    assert [i["code"] for i in json.loads(result.stdout)] == ["PORT102"]
+
+
+def test_config_is_found_from_a_subfolder(project):
+    write(project, "pyproject.toml", '[tool.portlint]\nignore = ["PORT1"]\n')
+    assert run_cli("check", ".", cwd=project / "src" / "pkg").returncode == 0
+
+
+def test_config_exclude_and_extend_exclude(project):
+    write(project, "pyproject.toml", '[tool.portlint]\nextend-exclude = ["src/pkg/buggy.py"]\n')
+    assert run_cli("check", "src", cwd=project).returncode == 0
+    # A file named explicitly is linted even when excluded.
+    assert run_cli("check", "src/pkg/buggy.py", cwd=project).returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ('[tool.portlint]\nselekt = ["PORT1"]\n', "unknown key(s) in [tool.portlint]: selekt"),
+        ('[tool.portlint]\nselect = ["PORT999"]\n', "unknown rule selector 'PORT999'"),
+        ('[tool.portlint]\nignore = ["E501"]\n', "unknown rule selector 'E501'"),
+        ('[tool.portlint]\nselect = "PORT1"\n', "select must be a list of strings"),
+        (
+            '[tool.portlint]\nper-file-ignores = {"a.py" = ["NOPE1"]}\n',
+            "unknown rule selector 'NOPE1'",
+        ),
+        ("[tool.portlint\n", "cannot read"),
+    ],
+)
+def test_bad_config_is_a_clear_error_with_exit_2(project, config, message):
+    (project / "pyproject.toml").write_text(config)
+    result = run_cli("check", "src", cwd=project)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_unknown_code_on_command_line_exits_2(project):
+    result = run_cli("check", "src", "--select", "PORT9", cwd=project)
+    assert result.returncode == 2 and "unknown rule selector 'PORT9'" in result.stderr
+
+
+def test_explicit_config_file(project):
+    config = write(project, "conf/custom.toml", '[tool.portlint]\nselect = ["PORT102"]\n')
+    result = run_cli(
+        "check", "src", "--config", str(config), "--output-format", "json", cwd=project
+    )
+    assert [i["code"] for i in json.loads(result.stdout)] == ["PORT102"]
+    missing = run_cli("check", "src", "--config", "nope.toml", cwd=project)
+    assert missing.returncode == 2 and "config file not found" in missing.stderr
+
+
+def test_configured_stream_function_is_a_stream_fetch(project):
+    write(
+        project,
+        "src/pkg/capture.py",
+        """
+        import torch
+        from mylib.streams import get_capture_stream
+
+        def capture(model, x, g):
+            model(x)
+            with torch.cuda.graph(g, stream=get_capture_stream()):
+                model(x)
+    """,
+    )
+    args = ("check", "src/pkg/capture.py", "--output-format", "json")
+    assert json.loads(run_cli(*args, cwd=project).stdout) == []
+    write(
+        project,
+        "pyproject.toml",
+        '[tool.portlint]\nstream-functions = ["mylib.streams.get_capture_stream"]\n',
+    )
+    found = json.loads(run_cli(*args, cwd=project).stdout)
+    assert [(i["code"], i["location"]["row"]) for i in found] == [("PORT301", 7)]
+
+
+@pytest.mark.parametrize(
+    ("line", "suppressed"),
+    [
+        ('d = torch.device("cuda")  # noqa: PORT101', True),
+        ('d = torch.device("cuda")  # noqa', True),
+        ('d = torch.device("cuda")  # NOQA:PORT102,PORT101', True),
+        ('d = torch.device("cuda")  # noqa: PORT102', False),
+        ('d = torch.device("cuda", "# noqa")', False),
+    ],
+)
+def test_line_suppressions(tmp_path, line, suppressed):
+    write(tmp_path, "a.py", f"import torch\n{line}\n")
+    result = run_cli("check", "a.py", "--select", "PORT101", cwd=tmp_path)
+    assert result.returncode == (0 if suppressed else 1)
+
+
+def test_file_level_suppression(tmp_path):
+    write(tmp_path, "a.py", "# portlint: noqa\n" + BUGGY)
+    write(tmp_path, "b.py", "# portlint: noqa: PORT102\n" + BUGGY)
+    result = run_cli("check", ".", "--output-format", "json", cwd=tmp_path)
+    assert [(Path(i["filename"]).name, i["code"]) for i in json.loads(result.stdout)] == [
+        ("b.py", "PORT101")
+    ]
+
+
+def test_bad_files_are_diagnosed_and_the_run_goes_on(tmp_path):
+    write(tmp_path, "good.py", BUGGY)
+    write(tmp_path, "syntax.py", 'import torch\nx = torch.device("cuda"\n')
+    (tmp_path / "nulls.py").write_bytes(b'x = ".cuda("\x00\n')
+    (tmp_path / "latin.py").write_bytes(b'import torch\nx = "\xe9"\ny = z.cuda()\n')
+    (tmp_path / "declared.py").write_bytes(b'# -*- coding: latin-1 -*-\nx = "\xe9"\ny = z.cuda()\n')
+    (tmp_path / "dangling.py").symlink_to(tmp_path / "missing-target.py")
+    result = run_cli("check", ".", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stdout.splitlines()
+    assert "dangling.py:1:1: IOError: No such file or directory" in lines
+    assert any(line.startswith("declared.py:3:7: PORT102") for line in lines)
+    assert any(line.startswith("good.py:2:10: PORT101") for line in lines)
+    assert "latin.py:2:6: SyntaxError: source is not valid utf-8 (byte 0xe9)" in lines
+    assert "nulls.py:1:13: SyntaxError: source contains a null byte" in lines
+    assert "syntax.py:2:17: SyntaxError: '(' was never closed" in lines
+    assert lines[-1] == "Found 7 errors."
+
+
+def test_missing_path_exits_2(tmp_path):
+    result = run_cli("check", "nowhere", cwd=tmp_path)
+    assert result.returncode == 2 and "nowhere: no such file or folder" in result.stderr
+
+
+def test_rules_and_rule_docs(tmp_path):
+    listing = run_cli("rules", cwd=tmp_path)
+    assert listing.returncode == 0
+    assert [line.split()[0] for line in listing.stdout.splitlines()] == [
+        "CODE",
+        "PORT101",
+        "PORT102",
+        "PORT201",
+        "PORT301",
+    ]
+    docs = run_cli("rule", "port201", cwd=tmp_path)
+    assert docs.returncode == 0 and docs.stdout.startswith("# PORT201 (new-tensor-inherits-int64)")
+    assert "## Why is this bad?" in docs.stdout
+    unknown = run_cli("rule", "PORT999", cwd=tmp_path)
+    assert unknown.returncode == 2 and "unknown rule 'PORT999'" in unknown.stderr

@@ -1,0 +1,155 @@
+"""The engine through its API: discovery, the text gate, parallel runs, crash containment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from portlint import engine
+from portlint.config import Overrides, load_settings
+from portlint.discovery import discover
+from portlint.engine import lint_files, rules_for
+from portlint.registry import all_rules
+
+BUGGY = 'import torch\nd = torch.device("cuda")\n'
+
+
+def settings_for(root: Path, config: str | None = None):
+    if config is not None:
+        (root / "pyproject.toml").write_text(config)
+        return load_settings(root / "pyproject.toml", Overrides(), root)
+    return load_settings(None, Overrides(), root)
+
+
+def tree(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def found(root: Path, settings) -> list[str]:
+    files, _ = discover([root], settings)
+    return sorted(p.relative_to(root).as_posix() for p in files)
+
+
+def test_discovery_applies_default_excludes_and_suffixes(tmp_path):
+    tree(
+        tmp_path,
+        {
+            "a.py": "",
+            "b.pyi": "",
+            "notes.txt": "",
+            "pkg/c.py": "",
+            ".venv/lib/d.py": "",
+            "venv/e.py": "",
+            "build/f.py": "",
+            "dist/g.py": "",
+            "x/site-packages/h.py": "",
+            "pkg/__pycache__/i.py": "",
+            "node_modules/j.py": "",
+            ".git/k.py": "",
+        },
+    )
+    assert found(tmp_path, settings_for(tmp_path)) == ["a.py", "b.pyi", "pkg/c.py"]
+
+
+def test_discovery_respects_gitignore_files(tmp_path):
+    (tmp_path / ".git").mkdir()
+    tree(
+        tmp_path,
+        {
+            ".gitignore": "generated/\n*_pb2.py\n/top_only.py\n!keep_pb2.py\n",
+            "src/.gitignore": "local.py\n",
+            "generated/a.py": "",
+            "src/msg_pb2.py": "",
+            "src/keep_pb2.py": "",
+            "top_only.py": "",
+            "src/top_only.py": "",
+            "src/local.py": "",
+            "src/ok.py": "",
+        },
+    )
+    assert found(tmp_path, settings_for(tmp_path)) == [
+        "src/keep_pb2.py",
+        "src/ok.py",
+        "src/top_only.py",
+    ]
+    # The root .gitignore applies when linting a subfolder too.
+    files, _ = discover([tmp_path / "src"], settings_for(tmp_path))
+    assert sorted(p.name for p in files) == ["keep_pb2.py", "ok.py", "top_only.py"]
+
+
+def test_gitignore_can_be_turned_off(tmp_path):
+    (tmp_path / ".git").mkdir()
+    tree(tmp_path, {".gitignore": "*.py\n", "a.py": ""})
+    assert found(tmp_path, settings_for(tmp_path)) == []
+    assert found(
+        tmp_path, settings_for(tmp_path, "[tool.portlint]\nrespect-gitignore = false\n")
+    ) == ["a.py"]
+
+
+def test_config_exclude_replaces_defaults_and_extend_exclude_adds(tmp_path):
+    tree(tmp_path, {"build/a.py": "", "gen/b.py": "", "c.py": ""})
+    assert found(tmp_path, settings_for(tmp_path, '[tool.portlint]\nexclude = ["gen"]\n')) == [
+        "build/a.py",
+        "c.py",
+    ]
+    assert found(
+        tmp_path, settings_for(tmp_path, '[tool.portlint]\nextend-exclude = ["gen"]\n')
+    ) == ["c.py"]
+
+
+def test_text_gate_skips_files_without_trigger_strings(tmp_path):
+    tree(tmp_path, {"plain.py": "x = 1\n", "broken_but_plain.py": "def (:\n", "buggy.py": BUGGY})
+    settings = settings_for(tmp_path)
+    files, _ = discover([tmp_path], settings)
+    result = lint_files(files, settings, jobs=1)
+    assert result.files_checked == 3 and result.files_parsed == 1
+    assert [(Path(v.path).name, v.code) for v in result.violations] == [("buggy.py", "PORT101")]
+
+
+def test_text_gate_selects_rules_per_file():
+    codes = frozenset(all_rules())
+    assert [r.code for r in rules_for("x.cuda()", codes)] == ["PORT102"]
+    assert [r.code for r in rules_for("y = x.new_zeros(3)", codes)] == ["PORT201"]
+    assert rules_for("import torch", codes) == []
+    assert rules_for('torch.device("cuda")', frozenset({"PORT102"})) == []
+
+
+def test_parallel_run_finds_the_same_as_a_serial_one(tmp_path):
+    sources = [BUGGY, "y = x.cuda()\n", "import torch\ns = torch.arange(3)\nn = s.new_empty(3)\n"]
+    tree(tmp_path, {f"m{i}.py": sources[i % 3] for i in range(60)})
+    settings = settings_for(tmp_path)
+    files, _ = discover([tmp_path], settings)
+    serial = lint_files(files, settings, jobs=1)
+    parallel = lint_files(files, settings, jobs=2)
+    assert len(serial.violations) == 60
+    assert parallel.violations == serial.violations
+
+
+def test_a_crash_on_one_file_is_reported_and_the_run_goes_on(tmp_path, monkeypatch):
+    tree(tmp_path, {"a.py": BUGGY, "b.py": BUGGY})
+    real = engine.lint_source
+
+    def flaky(path, source, settings):
+        if path.endswith("a.py"):
+            raise RecursionError("too deep")
+        return real(path, source, settings)
+
+    monkeypatch.setattr(engine, "lint_source", flaky)
+    settings = settings_for(tmp_path)
+    files, _ = discover([tmp_path], settings)
+    result = lint_files(files, settings, jobs=1)
+    assert [Path(v.path).name for v in result.violations] == ["b.py"]
+    assert len(result.internal_errors) == 1
+    assert "a.py: internal error: RecursionError: too deep" in result.internal_errors[0]
+
+
+@pytest.mark.parametrize("selector", ["PORT", "port1", "PORT10", "ALL"])
+def test_prefix_selectors(tmp_path, selector):
+    settings = load_settings(None, Overrides(select=[selector]), tmp_path)
+    assert settings.select and all(
+        code.startswith(selector.upper().replace("ALL", "PORT")) for code in settings.select
+    )
