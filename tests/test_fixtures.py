@@ -33,22 +33,22 @@ def test_fixture_findings_match_annotations(fixture: Path):
 
 
 @pytest.mark.parametrize(
-    ("seed", "line", "code"),
+    ("seed", "line", "code", "fixed"),
     [
-        ("warmup_buggy.py", 8, "PORT101"),
-        ("sampler_buggy.py", 12, "PORT201"),
-        ("capture_buggy.py", 17, "PORT301"),
-        ("capture_legacy_buggy.py", 16, "PORT301"),
+        ("warmup_buggy.py", 13, "PORT101", "reference_impl/warmup.py"),
+        ("sampler_buggy.py", 13, "PORT201", "reference_impl/eagle.py"),
+        ("capture_buggy.py", 18, "PORT301", "reference_impl/graphs.py"),
+        ("capture_legacy_buggy.py", 16, "PORT301", "reference_impl/graphs.py"),
     ],
 )
-def test_seed_bug_is_flagged_at_its_line_and_fixed_form_is_clean(seed, line, code):
+def test_seed_bug_is_flagged_at_its_line_and_fixed_form_is_clean(seed, line, code, fixed):
+    """The buggy seeds are the reference implementation's functions as they were before each fix."""
     buggy = REPO / "tests" / "seeds" / seed
     assert [(v.line, v.code) for v in lint(buggy.read_text())] == [(line, code)]
-    fixed = REPO / "tests" / "seeds" / (seed.split("_")[0] + "_fixed.py")
-    assert lint(fixed.read_text()) == []
+    assert lint((REPO / fixed).read_text()) == []
 
 
 def test_seed2_message_names_the_int64_source():
     source = (REPO / "tests" / "seeds" / "sampler_buggy.py").read_text()
     (finding,) = lint(source)
-    assert "`sampled`" in finding.message and "line 11" in finding.message
+    assert "`sampled`" in finding.message and "line 12" in finding.message

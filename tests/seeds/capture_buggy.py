@@ -2,6 +2,7 @@
 fetched at the capture site."""
 
 import torch
+
 from reference_impl.graphs import current_stream
 
 

@@ -2,6 +2,7 @@
 `num_rejected` inherits it again, into the eagle-input preparation kernel."""
 
 import torch
+
 from reference_impl.eagle import prepare_eagle_inputs
 from reference_impl.sampling import launch_strict_rejection
 
