@@ -82,17 +82,21 @@ def run(num_reqs: int, vocab: int, device: torch.device, bandwidth: float) -> di
     times = {}
     for backend in ("triton", "torch"):
         cycle = itertools.cycle(sets)
-        times[backend] = median_ms(
+        times[f"{backend}_eager_ms"] = median_ms(
             lambda b=backend, c=cycle: probabilistic_rejection_sample(*next(c), backend=b)
         )
-    achieved = bytes_per_call / (times["triton"] * 1e-3)
+        times[f"{backend}_graph_ms"] = graph_ms(
+            lambda inputs, b=backend: probabilistic_rejection_sample(*inputs, backend=b), sets
+        )
+    achieved = bytes_per_call / (times["triton_graph_ms"] * 1e-3)
     return {
         "batch": num_reqs,
         "vocab": vocab,
         "num_spec": NUM_SPEC,
-        "triton_ms": round(times["triton"], 4),
-        "torch_ms": round(times["torch"], 4),
-        "speedup": round(times["torch"] / times["triton"], 2),
+        "vocab_block": sampling.VOCAB_BLOCK,
+        **{key: round(value, 4) for key, value in times.items()},
+        "speedup_graph": round(times["torch_graph_ms"] / times["triton_graph_ms"], 2),
+        "speedup_eager": round(times["torch_eager_ms"] / times["triton_eager_ms"], 2),
         "bytes_needed_mb": round(bytes_per_call / 1e6, 1),
         "achieved_gb_s": round(achieved / 1e9),
         "fraction_of_copy_bandwidth": round(achieved / bandwidth, 3),
@@ -121,11 +125,14 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench.json").write_text(json.dumps(result, indent=2) + "\n")
     print(f"{result['device']}: copy bandwidth {result['copy_bandwidth_gb_s']} GB/s")
-    print("batch  vocab    triton_ms  torch_ms  speedup  needed_MB  GB/s   of_copy")
+    header = "block batch  vocab  triton_graph  torch_graph  speedup  triton_eager  torch_eager"
+    print(header + "     MB   GB/s  of_copy")
     for r in rows:
         print(
-            f"{r['batch']:>5}  {r['vocab']:>6}  {r['triton_ms']:>9}  {r['torch_ms']:>8}  {r['speedup']:>7}"
-            f"  {r['bytes_needed_mb']:>9}  {r['achieved_gb_s']:>5}  {r['fraction_of_copy_bandwidth']:>7}"
+            f"{r['vocab_block']:>5} {r['batch']:>5} {r['vocab']:>6}  {r['triton_graph_ms']:>12}  "
+            f"{r['torch_graph_ms']:>11}  {r['speedup_graph']:>7}  {r['triton_eager_ms']:>12}  "
+            f"{r['torch_eager_ms']:>11}  {r['bytes_needed_mb']:>5}  {r['achieved_gb_s']:>5}  "
+            f"{r['fraction_of_copy_bandwidth']:>7}"
         )
 
 

@@ -13,7 +13,7 @@ import torch
 from reference_impl.triton_support import Launch, use_triton
 
 PLACEHOLDER = -1
-VOCAB_BLOCK = 4096
+VOCAB_BLOCK = 1024
 
 
 def _backend(device: torch.device, backend: str | None) -> str:
