@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from portlint.registry import expand_selector
+from portlint.registry import all_rules, expand_selector
 from portlint.settings import Settings
 
 if sys.version_info >= (3, 11):
@@ -20,7 +20,16 @@ class ConfigError(Exception):
     """A configuration that cannot be used; the CLI prints it and exits 2."""
 
 
-LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude", "stream-functions")
+LIST_KEYS = (
+    "select",
+    "ignore",
+    "extend-select",
+    "exclude",
+    "extend-exclude",
+    "stream-functions",
+    "guard-functions",
+    "cuda-only-paths",
+)
 KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "respect-gitignore")
 
 DEFAULT_EXCLUDE = (
@@ -76,6 +85,9 @@ def load_settings(config_path: Path | None, overrides: Overrides, cwd: Path) -> 
         exclude=exclude,
         respect_gitignore=table.get("respect-gitignore", True),
         stream_functions=tuple(table.get("stream-functions", [])),
+        guard_functions=tuple(table.get("guard-functions", [])),
+        cuda_only_paths=tuple(table.get("cuda-only-paths", [])),
+        guardable_codes=frozenset(code for code, rule in all_rules().items() if rule.guardable),
     )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
+from portlint.analysis.guards import GuardAnalysis
 from portlint.registry import all_rules
 from portlint.rule import FileContext, Rule, Violation
 from portlint.settings import Settings
@@ -96,8 +97,20 @@ def lint_source(path: str, source: str, settings: Settings) -> list[Violation]:
     except cst.ParserSyntaxError as error:
         return [_syntax_error(path, source, error)]
     context = FileContext(path, settings)
-    MetadataWrapper(module, unsafe_skip_copy=True).visit_batched([rule(context) for rule in rules])
-    return sorted(apply_suppressions(context.violations, source))
+    visitors: list[cst.BatchableCSTVisitor] = [rule(context) for rule in rules]
+    guardable = {rule.code for rule in rules if rule.guardable}
+    guards = GuardAnalysis(settings.guard_functions) if guardable else None
+    MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(
+        visitors + ([guards] if guards else [])
+    )
+    violations = context.violations
+    if guards is not None:
+        violations = [
+            v
+            for v in violations
+            if v.code not in guardable or not guards.is_guarded(v.line, v.col - 1)
+        ]
+    return sorted(apply_suppressions(violations, source))
 
 
 def _syntax_error(path: str, source: str, error: cst.ParserSyntaxError) -> Violation:

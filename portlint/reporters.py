@@ -11,7 +11,10 @@ from portlint.rule import Violation
 
 
 def _label(violation: Violation) -> str:
-    return f"{violation.code} {violation.message}" if violation.code else violation.message
+    if violation.code is None:
+        return violation.message
+    marker = " [likely]" if violation.confidence == "likely" else ""
+    return f"{violation.code} {violation.message}{marker}"
 
 
 def text_report(violations: list[Violation], *, fixable_hint: bool = False) -> str:
@@ -41,6 +44,7 @@ def json_report(violations: list[Violation]) -> str:
         {
             "cell": None,
             "code": v.code,
+            "confidence": v.confidence,
             "end_location": {"column": v.end_col or v.col, "row": v.end_line or v.line},
             "filename": os.path.abspath(v.path),
             "fix": None,

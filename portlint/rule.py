@@ -17,6 +17,7 @@ class Violation:
     """One finding. Lines are 1-based, columns 1-based (as ruff prints them).
 
     ``code`` is None for a file that could not be read or parsed; ``message`` then says why.
+    ``confidence`` is "certain" where the rule can tell, "likely" where the finding needs a look.
     """
 
     path: str
@@ -26,6 +27,7 @@ class Violation:
     message: str
     end_line: int = 0
     end_col: int = 0
+    confidence: str = "certain"
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,8 @@ class Rule(cst.BatchableCSTVisitor):
     code: ClassVar[str]
     name: ClassVar[str]
     triggers: ClassVar[tuple[str, ...]]
+    # A device rule: silent inside CUDA-only guards and in the configured cuda-only-paths.
+    guardable: ClassVar[bool] = False
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[Invalid]] = []
     METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = (PositionProvider,)
@@ -71,7 +75,14 @@ class Rule(cst.BatchableCSTVisitor):
     def settings(self) -> Settings:
         return self.context.settings
 
-    def report(self, node: cst.CSTNode, message: str, *, start: cst.CSTNode | None = None) -> None:
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        start: cst.CSTNode | None = None,
+        confidence: str = "certain",
+    ) -> None:
         """Report ``message`` spanning ``node`` (or from ``start`` to the end of ``node``)."""
         begin = self.get_metadata(PositionProvider, start or node).start
         end = self.get_metadata(PositionProvider, node).end
@@ -84,6 +95,7 @@ class Rule(cst.BatchableCSTVisitor):
                 message=message,
                 end_line=end.line,
                 end_col=end.column + 1,
+                confidence=confidence,
             )
         )
 

@@ -15,13 +15,18 @@ class Settings:
     exclude: tuple[str, ...] = ()
     respect_gitignore: bool = True
     stream_functions: tuple[str, ...] = field(default=())
+    guard_functions: tuple[str, ...] = field(default=())
+    cuda_only_paths: tuple[str, ...] = field(default=())
+    guardable_codes: frozenset[str] = frozenset()
 
     def codes_for(self, path: str) -> frozenset[str]:
-        """The codes enabled for ``path`` once ``per-file-ignores`` are applied."""
+        """The codes enabled for ``path``: ``per-file-ignores`` and ``cuda-only-paths`` applied."""
         ignored: set[str] = set()
         for pattern, codes in self.per_file_ignores:
             if matches_glob(path, pattern, self.root):
                 ignored |= codes
+        if any(matches_glob(path, pattern, self.root) for pattern in self.cuda_only_paths):
+            ignored |= self.guardable_codes
         return self.select - ignored
 
 

@@ -58,6 +58,7 @@ def test_json_output_uses_ruff_field_names(project):
     assert set(first) == {
         "cell",
         "code",
+        "confidence",
         "end_location",
         "filename",
         "fix",
@@ -70,6 +71,15 @@ def test_json_output_uses_ruff_field_names(project):
     assert first["end_location"] == {"row": 2, "column": 30}
     assert first["filename"] == str((project / "src/pkg/buggy.py").resolve())
     assert first["noqa_row"] == 2 and first["fix"] is None
+    assert first["confidence"] == "certain"
+
+
+def test_likely_findings_are_marked_in_text_and_json(tmp_path):
+    write(tmp_path, "a.py", "import torch\ns = torch.arange(4)\nn = s.new_empty(4)\n")
+    text = run_cli("check", "a.py", cwd=tmp_path)
+    assert text.stdout.splitlines()[0].endswith("[likely]")
+    (item,) = json.loads(run_cli("check", "a.py", "--output-format", "json", cwd=tmp_path).stdout)
+    assert (item["code"], item["confidence"]) == ("PORT201", "likely")
 
 
 def test_json_output_of_clean_tree_is_empty_list(project):
@@ -266,10 +276,49 @@ def test_rules_and_rule_docs(tmp_path):
         "PORT101",
         "PORT102",
         "PORT201",
+        "PORT202",
         "PORT301",
+        "PORT302",
     ]
     docs = run_cli("rule", "port201", cwd=tmp_path)
     assert docs.returncode == 0 and docs.stdout.startswith("# PORT201 (new-tensor-inherits-int64)")
     assert "## Why is this bad?" in docs.stdout
     unknown = run_cli("rule", "PORT999", cwd=tmp_path)
     assert unknown.returncode == 2 and "unknown rule 'PORT999'" in unknown.stderr
+
+
+def test_guard_functions_and_cuda_only_paths_config(project):
+    write(
+        project,
+        "src/pkg/guarded.py",
+        """
+        import torch
+        from myproj.platform import on_nvidia
+
+        def f(x):
+            if on_nvidia():
+                return x.cuda()
+            return x
+    """,
+    )
+    write(project, "src/pkg/nvidia/kernels.py", BUGGY)
+    args = ("check", "src", "--output-format", "json")
+    before = [
+        (Path(i["filename"]).name, i["code"])
+        for i in json.loads(run_cli(*args, cwd=project).stdout)
+    ]
+    assert ("guarded.py", "PORT102") in before and ("kernels.py", "PORT101") in before
+    write(
+        project,
+        "pyproject.toml",
+        """
+        [tool.portlint]
+        guard-functions = ["myproj.platform.on_nvidia"]
+        cuda-only-paths = ["src/pkg/nvidia/*"]
+    """,
+    )
+    after = [
+        (Path(i["filename"]).name, i["code"])
+        for i in json.loads(run_cli(*args, cwd=project).stdout)
+    ]
+    assert after == [("buggy.py", "PORT101"), ("buggy.py", "PORT102")]

@@ -186,30 +186,26 @@ def test_kernel_compiles_for_sm90_without_a_gpu(name):
     assert "cubin" in compiled.asm
 
 
-def _agreement(device: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tests.reference_agreement", device],
-        cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-
-
-@needs_triton
-@pytest.mark.skipif(
+INTERPRETER_SKIP = pytest.mark.skipif(
     CUDA,
     reason="the native test covers this on a GPU (and Triton 3.6's interpreter cannot take a "
     "loaded scalar as a range bound under NumPy 2.5: 'only 0-dimensional arrays can be converted')",
 )
-def test_triton_kernels_agree_with_the_torch_path_in_the_interpreter():
-    done = _agreement("cpu", {"TRITON_INTERPRET": "1"})
-    assert done.returncode == 0, done.stdout + done.stderr
-    for name in ("strict", "probabilistic", "eagle"):
-        assert f"{name}: equal" in done.stdout
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
-def test_triton_kernels_agree_with_the_torch_path_natively():
-    done = _agreement("cuda", {})
+@needs_triton
+@pytest.mark.parametrize(
+    ("device", "env"),
+    [
+        pytest.param("cpu", {"TRITON_INTERPRET": "1"}, id="interpreter", marks=INTERPRETER_SKIP),
+        pytest.param("cuda", {}, id="native", marks=needs_cuda),
+    ],
+)
+def test_triton_kernels_agree_with_the_torch_path(device, env):
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.reference_agreement", device],
+        cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     for name in ("strict", "probabilistic", "eagle"):
         assert f"{name}: equal" in done.stdout
@@ -218,11 +214,12 @@ def test_triton_kernels_agree_with_the_torch_path_natively():
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
 def test_topk_graph_replays_match_eager():
-    weight = torch.randn(4096, 512, device="cuda", dtype=torch.float16)
+    device = torch.accelerator.current_accelerator()
+    weight = torch.randn(4096, 512, device=device, dtype=torch.float16)
     runner = graphs.TopKRunner(weight, sizes=[8, 32])
     assert sorted(runner.graphs) == [8, 32]
     for rows in (3, 8, 20):
-        hidden = torch.randn(rows, 512, device="cuda", dtype=torch.float16)
+        hidden = torch.randn(rows, 512, device=device, dtype=torch.float16)
         values, _ = runner(hidden)
         expected, _ = graphs.topk_step(hidden, weight)
         assert torch.allclose(values, expected)

@@ -1,9 +1,16 @@
-"""Dtype flow within a function: which tensors are known to be int64, and since where.
+"""Dtype flow within a function: which tensors are known to be int64, since where, and how.
 
 ``Int64Provider`` walks each scope (module, class body, function) in source order, keeping the
-names and attribute chains bound to an int64 tensor. It marks the receiver and the argument
-expressions of every call whose value is then known to be int64, so a rule reads the fact off the
-node without redoing the flow.
+names and attribute chains bound to an int64 tensor (with the reason) and those bound to some other
+integer or bool tensor. It marks the receiver and the argument expressions of every call whose
+value is then known to be int64, so a rule reads the fact off the node without redoing the flow.
+
+Known: ``dtype=`` on any call; ``.long()``, ``.int()``, ``.bool()``, ``.to(dtype)``; torch's int64
+defaults (``arange`` of integers, ``tensor`` of integers, ``full`` with an integer, ``randint``,
+``randperm``, ``argmax``/``argmin``/``argsort``, ``nonzero``, ``multinomial``, ``searchsorted``,
+``bucketize``; ``sum``/``cumsum``/``prod``/``cumprod`` of an integer or bool tensor);
+inheritance through ``new_*``, ``*_like``, ``.to(device)``, views and copies, indexing and slicing,
+and arithmetic with integers; comparisons make bool tensors.
 """
 
 from __future__ import annotations
@@ -16,24 +23,53 @@ from libcst.metadata import BatchableMetadataProvider, PositionProvider, Qualifi
 from portlint.analysis.names import dotted_name, keyword, method_name, positional, qualified_names
 
 INT64 = {"torch.int64", "torch.long"}
+OTHER_INTEGERS = {
+    f"torch.{name}" for name in ("int32", "int", "int16", "short", "int8", "uint8", "bool")
+}
 NEW_METHODS = {"new_empty", "new_zeros", "new_ones", "new_full"}
 LIKE_FACTORIES = {f"torch.{kind}_like" for kind in ("empty", "zeros", "ones", "full")}
-INT64_BY_DEFAULT = {"torch.randint", "torch.argmax", "torch.argmin"}
-INT64_METHODS = {"long", "argmax", "argmin"}
+INT64_BY_DEFAULT = {
+    f"torch.{name}"
+    for name in (
+        "randint", "randperm", "argmax", "argmin", "argsort", "nonzero", "multinomial",
+        "searchsorted", "bucketize",
+    )
+}  # fmt: skip
+INT64_METHODS = {"argmax", "argmin", "argsort", "nonzero"}
+REDUCTIONS = {"sum", "cumsum", "prod", "cumprod"}
+PRESERVING_METHODS = {
+    "clone", "contiguous", "view", "reshape", "flatten", "squeeze", "unsqueeze", "expand",
+    "expand_as", "view_as", "t", "transpose", "permute", "narrow", "repeat", "flip", "roll",
+    "detach", "cpu", "index_select", "masked_fill", "clamp", "clamp_min", "clamp_max", "abs",
+    "neg", "pin_memory",
+}  # fmt: skip
+INTEGER_OPERATORS = (
+    cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo, cst.BitAnd, cst.BitOr,
+    cst.BitXor, cst.LeftShift, cst.RightShift,
+)  # fmt: skip
+INTEGER = "integer"  # a tensor of some integer or bool dtype other than int64
 
 
 @dataclass(frozen=True)
 class Int64Origin:
-    """How a tensor came to be int64: ``name`` got it at ``line`` by ``how``, maybe from ``parent``."""
+    """How a tensor came to be int64: ``name`` got it at ``line`` by ``how``, maybe from ``parent``.
+
+    ``implicit``: nobody asked for int64 on the way (a default, or an inheritance without
+    ``dtype=``), as opposed to ``dtype=torch.int64``, ``.long()`` or ``.to(torch.int64)``.
+    """
 
     name: str
     line: int
     how: str
     parent: Int64Origin | None = None
+    implicit: bool = True
 
     @property
     def root(self) -> Int64Origin:
         return self.parent.root if self.parent else self
+
+
+Fact = Int64Origin | str | None  # an origin, INTEGER, or unknown
 
 
 def _is_int_literal_tree(node: cst.BaseExpression) -> bool:
@@ -52,6 +88,13 @@ def _has_float_literal(call: cst.Call) -> bool:
     return any(isinstance(a.value, cst.Float) for a in call.args if a.keyword is None)
 
 
+def _looks_like_device(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.SimpleString):
+        return True
+    name = dotted_name(node)
+    return name is not None and "device" in name.rsplit(".", 1)[-1]
+
+
 class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
     """Marks expressions (call receivers and arguments) known to hold an int64 tensor."""
 
@@ -59,7 +102,7 @@ class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.scopes: list[dict[str, Int64Origin]] = [{}]
+        self.scopes: list[dict[str, Fact]] = [{}]
 
     # Scopes: a function or class body starts with no facts; facts do not leak out of it.
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -75,10 +118,14 @@ class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
         self.scopes.pop()
 
     @property
-    def facts(self) -> dict[str, Int64Origin]:
+    def facts(self) -> dict[str, Fact]:
         return self.scopes[-1]
 
     def known(self, node: cst.BaseExpression) -> Int64Origin | None:
+        fact = self.fact_of(node)
+        return fact if isinstance(fact, Int64Origin) else None
+
+    def fact_of(self, node: cst.BaseExpression) -> Fact:
         key = dotted_name(node)
         return self.facts.get(key) if key else None
 
@@ -118,47 +165,119 @@ class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
         key = dotted_name(target)
         if key is None:
             return
-        origin = self.int64_origin(key, value) if value is not None else None
-        if origin:
-            self.facts[key] = origin
-        else:
+        fact = self.evaluate(key, value) if value is not None else None
+        if fact is None:
             self.facts.pop(key, None)
+        else:
+            self.facts[key] = fact
 
-    def int64_origin(self, name: str, value: cst.BaseExpression) -> Int64Origin | None:
-        """Why ``value`` is an int64 tensor, or None when that is not known."""
+    # --- Evaluating an expression ---------------------------------------------------------
+    def evaluate(self, name: str, value: cst.BaseExpression) -> Fact:
+        """What ``value`` (bound to ``name``) is: an int64 origin, INTEGER, or None (unknown)."""
         if isinstance(value, (cst.Name, cst.Attribute)):
-            return self.known(value)
-        if not isinstance(value, cst.Call):
-            return None
+            return self.fact_of(value)
         line = self.get_metadata(PositionProvider, value).start.line
+        if isinstance(value, cst.Subscript):
+            return self._derive(name, line, "indexing", self.evaluate(name, value.value))
+        if isinstance(value, cst.UnaryOperation) and isinstance(
+            value.operator, (cst.BitInvert, cst.Minus)
+        ):
+            return self.evaluate(name, value.expression)
+        if isinstance(value, cst.BinaryOperation):
+            return self._arithmetic(name, line, value)
+        if isinstance(value, cst.Comparison):
+            return INTEGER  # a bool tensor (a Python bool has no tensor methods to call later)
+        if isinstance(value, cst.Call):
+            return self._call(name, line, value)
+        return None
+
+    def _derive(self, name: str, line: int, how: str, parent: Fact) -> Fact:
+        """The same dtype as ``parent``, reached by a dtype-preserving operation."""
+        if isinstance(parent, Int64Origin):
+            return Int64Origin(name, line, how, parent, parent.implicit)
+        return parent
+
+    def _arithmetic(self, name: str, line: int, value: cst.BinaryOperation) -> Fact:
+        if not isinstance(value.operator, INTEGER_OPERATORS):
+            return None
+        sides = [
+            INTEGER if isinstance(side, cst.Integer) else self.evaluate(name, side)
+            for side in (value.left, value.right)
+        ]
+        if None in sides:
+            return None
+        origin = next((s for s in sides if isinstance(s, Int64Origin)), None)
+        return self._derive(name, line, "arithmetic", origin) if origin else INTEGER
+
+    def _dtype_fact(self, name: str, line: int, dtype: cst.BaseExpression, how: str) -> Fact:
+        names = qualified_names(self, dtype)
+        if names & INT64:
+            return Int64Origin(name, line, how, implicit=False)
+        return INTEGER if names & OTHER_INTEGERS else None
+
+    def _call(self, name: str, line: int, value: cst.Call) -> Fact:
         dtype = keyword(value, "dtype")
         if dtype is not None:
-            if qualified_names(self, dtype.value) & INT64:
-                return Int64Origin(
-                    name, line, f"`dtype={cst.Module([]).code_for_node(dtype.value)}`"
-                )
-            return None
+            code = cst.Module([]).code_for_node(dtype.value)
+            return self._dtype_fact(name, line, dtype.value, f"`dtype={code}`")
         callee = qualified_names(self, value.func)
         method = method_name(value)
         receiver = value.func.value if isinstance(value.func, cst.Attribute) else None
+        receiver_fact = self.evaluate(name, receiver) if receiver is not None else None
+        first = value.args[0].value if value.args else None
+
         if "torch.arange" in callee and not _has_float_literal(value):
             return Int64Origin(name, line, "`torch.arange` of integers")
-        if "torch.tensor" in callee and value.args and _is_int_literal_tree(value.args[0].value):
+        if "torch.tensor" in callee and first is not None and _is_int_literal_tree(first):
             return Int64Origin(name, line, "`torch.tensor` of integers")
+        if "torch.full" in callee:
+            fill = keyword(value, "fill_value") or positional(value, 1)
+            if fill is not None and _is_int_literal_tree(fill.value):
+                return Int64Origin(name, line, "`torch.full` with an integer")
+            return None
         if callee & INT64_BY_DEFAULT:
             return Int64Origin(name, line, f"`{min(callee & INT64_BY_DEFAULT)}`")
-        if receiver is not None and method in INT64_METHODS:
+        if callee & {f"torch.{r}" for r in REDUCTIONS} and first is not None:
+            if self.evaluate(name, first) is not None:
+                return Int64Origin(name, line, "a sum of an integer tensor")
+            return None
+        if callee & LIKE_FACTORIES and first is not None:
+            like = min(callee & LIKE_FACTORIES)
+            parent = self.evaluate(name, first)
+            if isinstance(parent, Int64Origin):
+                return Int64Origin(name, line, f"`{like}`", parent)
+            return parent
+        if receiver is None or callee & {"torch"}:
+            return None
+        return self._method(name, line, value, method, receiver_fact)
+
+    def _method(self, name: str, line: int, value: cst.Call, method: str, receiver: Fact) -> Fact:
+        if method == "long":
+            return Int64Origin(name, line, "`.long()`", implicit=False)
+        if method in ("int", "bool", "short", "byte"):
+            return INTEGER
+        if method in INT64_METHODS:
             return Int64Origin(name, line, f"`.{method}()`")
         if method == "to":
-            target = positional(value, 0)
-            if target is not None and qualified_names(self, target.value) & INT64:
-                return Int64Origin(name, line, "`.to(torch.int64)`")
-            return None
-        if method in NEW_METHODS and receiver is not None:
-            parent = self.known(receiver)
-            return Int64Origin(name, line, f"`.{method}()`", parent) if parent else None
-        if callee & LIKE_FACTORIES and value.args:
-            parent = self.known(value.args[0].value)
-            like = min(callee & LIKE_FACTORIES)
-            return Int64Origin(name, line, f"`{like}`", parent) if parent else None
+            target = keyword(value, "dtype") or positional(value, 0)
+            if target is None:
+                return receiver
+            fact = self._dtype_fact(name, line, target.value, "`.to(torch.int64)`")
+            if fact is not None:
+                return fact
+            return (
+                self._derive(name, line, "`.to(device)`", receiver)
+                if _looks_like_device(target.value)
+                else None
+            )
+        if method in REDUCTIONS:
+            return (
+                Int64Origin(name, line, f"`.{method}()` of an integer tensor") if receiver else None
+            )
+        if method in NEW_METHODS:
+            if isinstance(receiver, Int64Origin):
+                return Int64Origin(name, line, f"`.{method}()`", receiver)
+            return receiver
+        if method in PRESERVING_METHODS:
+            return self._derive(name, line, f"`.{method}()`", receiver)
         return None

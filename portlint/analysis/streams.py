@@ -10,6 +10,7 @@ STREAM_CONTEXTS = {
     "torch.cuda.StreamContext",
     "torch.cuda.streams.StreamContext",
 }
+SET_STREAM_FUNCTIONS = {"torch.cuda.set_stream", "torch.accelerator.set_stream"}
 AMBIENT_STREAM_FUNCTIONS = {"torch.cuda.current_stream", "torch.accelerator.current_stream"}
 OTHER_STREAM_FUNCTIONS = {
     "torch.cuda.Stream",

@@ -21,6 +21,8 @@ class HardcodedCudaDevice(Rule):
     Reports a device written as the string `"cuda"` (or `"cuda:N"`, or `f"cuda:{i}"`):
     `torch.device("cuda")`, `torch.device("cuda", i)`, `device="cuda"` passed to any call, and
     `.to("cuda")`.
+    Silent inside CUDA-only platform guards (`if torch.cuda.is_available():`,
+    `if not current_platform.is_cuda(): return`, ...) and in `cuda-only-paths`.
 
     ## Why is this bad?
     The code then runs only where the accelerator is an NVIDIA (or ROCm) GPU. On Intel XPU,
@@ -56,6 +58,7 @@ class HardcodedCudaDevice(Rule):
     code = "PORT101"
     name = "hardcoded-cuda-device"
     triggers = ('"cuda', "'cuda")
+    guardable = True
     METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, QualifiedNameProvider)
 
     VALID = [

@@ -11,6 +11,8 @@ class CudaMethodCall(Rule):
     ## What it does
     Reports `x.cuda()`, `x.cuda(i)` and `model.cuda()`: moving a tensor or a module to the CUDA
     device by name.
+    Silent inside CUDA-only platform guards (`if torch.cuda.is_available():`,
+    `if not current_platform.is_cuda(): return`, ...) and in `cuda-only-paths`.
 
     ## Why is this bad?
     `.cuda()` exists only for CUDA (and ROCm, which poses as CUDA). On XPU, NPU, MPS or CPU it
@@ -39,6 +41,7 @@ class CudaMethodCall(Rule):
     code = "PORT102"
     name = "cuda-method-call"
     triggers = (".cuda(",)
+    guardable = True
     METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, QualifiedNameProvider)
 
     VALID = [

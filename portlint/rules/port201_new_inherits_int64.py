@@ -1,8 +1,21 @@
+import re
+
 import libcst as cst
+from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
 
 from portlint.analysis.dtypes import NEW_METHODS, Int64Origin, Int64Provider
-from portlint.analysis.names import keyword, method_name
+from portlint.analysis.names import dotted_name, keyword, method_name, qualified_names
 from portlint.rule import Invalid, Rule
+
+# Words naming what an integer tensor holds: a buffer of the same kind as its source (token ids
+# from token ids, offsets from offsets) inherits the dtype on purpose.
+KIND_WORDS = {"token", "id", "offset", "position", "pos", "index", "indice", "idx", "loc", "slot"}
+CONCATENATE = {"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"}
+
+
+def kinds(name: str) -> set[str]:
+    words = re.split(r"[._]", name.lower())
+    return {w[:-1] if w.endswith("s") else w for w in words} & KIND_WORDS
 
 
 def describe(origin: Int64Origin) -> str:
@@ -21,7 +34,10 @@ class NewTensorInheritsInt64(Rule):
     without `dtype=` on a tensor `x` known, within the same function, to be int64: created with
     `dtype=torch.int64`/`torch.long`, by `torch.arange`, `torch.randint` or `torch.tensor` of
     integers, by `.long()` or `argmax`, or inherited from such a tensor through `new_*`/`*_like`.
-    The message names the tensor the dtype comes from and where it became int64.
+    The message names the tensor the dtype comes from and where it became int64. Not reported
+    where the int64 is evidently meant: the new tensor holds the same kind of values as its source
+    (`lookback_token_ids = input_ids.new_full(...)`, `draft_tokens = sampled_tokens.new_empty(...)`),
+    or is joined to it (`torch.cat([offsets.new_zeros(1), offsets])`).
 
     ## Why is this bad?
     `new_*` copies the receiver's dtype. A count or index buffer made this way from token ids is
@@ -56,7 +72,12 @@ class NewTensorInheritsInt64(Rule):
     code = "PORT201"
     name = "new-tensor-inherits-int64"
     triggers = tuple(sorted(NEW_METHODS))
-    METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, Int64Provider)
+    METADATA_DEPENDENCIES = (
+        *Rule.METADATA_DEPENDENCIES,
+        Int64Provider,
+        ParentNodeProvider,
+        QualifiedNameProvider,
+    )
 
     VALID = [
         "import torch\ns = torch.empty(4, dtype=torch.int64)\nn = s.new_empty(4, dtype=torch.int32)\n",
@@ -68,6 +89,13 @@ class NewTensorInheritsInt64(Rule):
         "def f(s):\n    return s.new_empty(4)\n",
         "import torch\ndef f(xs):\n    s = torch.arange(4)\n    for s in xs:\n        s.new_empty(2)\n",
         "import torch\ndef f():\n    int64 = torch.float16\n    s = torch.empty(3, dtype=int64)\n    return s.new_empty(3)\n",
+        # The same kind of values as the source: the int64 is meant.
+        "import torch\ndef f(n):\n    input_ids = torch.arange(n)\n    lookback_token_ids = input_ids.new_full((n,), -1)\n",
+        "import torch\ndef f(n):\n    sampled_tokens = torch.empty(n, dtype=torch.int64)\n"
+        "    draft_tokens = sampled_tokens.new_empty(n)\n",
+        # Prepending a zero to the tensor itself.
+        "import torch\ndef f(counts):\n    offsets = torch.cumsum(counts.long(), 0)\n"
+        "    return torch.cat([offsets.new_zeros(1), offsets])\n",
     ]
     INVALID = [
         Invalid("import torch\ns = torch.empty(4, dtype=torch.int64)\nn = s.new_empty(4)\n", 3, 5),
@@ -94,16 +122,37 @@ class NewTensorInheritsInt64(Rule):
         ),
     ]
 
+    def _intended(self, node: cst.Call, receiver: cst.BaseExpression) -> bool:
+        """Whether the inherited int64 is meant: same kind of values, or joined to its source."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+            target = dotted_name(parent.targets[0].target)
+            source = dotted_name(receiver)
+            if target and source and kinds(target) & kinds(source):
+                return True
+        if isinstance(parent, cst.Element):
+            sequence = self.get_metadata(ParentNodeProvider, parent, None)
+            arg = self.get_metadata(ParentNodeProvider, sequence, None)
+            call = (
+                self.get_metadata(ParentNodeProvider, arg, None)
+                if isinstance(arg, cst.Arg)
+                else None
+            )
+            if isinstance(call, cst.Call) and qualified_names(self, call.func) & CONCATENATE:
+                return any(e.value.deep_equals(receiver) for e in sequence.elements)
+        return False
+
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) not in NEW_METHODS or keyword(node, "dtype") is not None:
             return
         assert isinstance(node.func, cst.Attribute)
         origin = self.get_metadata(Int64Provider, node.func.value, None)
-        if origin is None:
+        if origin is None or self._intended(node, node.func.value):
             return
         self.report(
             node,
             f"`.{node.func.attr.value}()` without `dtype=` inherits int64 from {describe(origin)}; "
             "pass `dtype=` explicitly (kernels that take counts and indices usually expect "
             "`torch.int32`)",
+            confidence="likely",
         )

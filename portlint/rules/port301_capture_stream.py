@@ -3,31 +3,36 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import CodePosition, PositionProvider, QualifiedNameProvider
+from libcst.metadata import PositionProvider, QualifiedNameProvider
 
+from portlint.analysis.capture import CaptureRegion, CaptureRegionProvider
 from portlint.analysis.names import argument, dotted_name, imported_names, qualified_names
-from portlint.analysis.streams import (
-    CAPTURE_CONTEXTS,
-    NOT_WARMUPS,
-    STREAM_CONTEXTS,
-    StreamSource,
-    stream_source,
-)
+from portlint.analysis.streams import NOT_WARMUPS, STREAM_CONTEXTS, StreamSource, stream_source
 from portlint.rule import Invalid, Rule
+
+Position = tuple[int, int]
 
 
 @dataclass(frozen=True)
 class CallSite:
     callee: str
-    start: CodePosition
+    start: Position
     stream: str | None  # the stream of the innermost `with torch.cuda.stream(s)`, if any
     exits: frozenset[int]  # the enclosing blocks that end in `return` or `raise`
+    region: CaptureRegion | None  # the capture region the call is in, if any
 
 
 @dataclass(frozen=True)
 class StreamBinding:
-    start: CodePosition
+    start: Position
     source: StreamSource | None
+
+
+@dataclass(frozen=True)
+class Capture:
+    region: CaptureRegion
+    blocks: frozenset[int]  # the blocks enclosing the capture
+    stream: str | None  # the stream context the capture call runs under
 
 
 @dataclass
@@ -38,10 +43,7 @@ class Frame:
     bindings: dict[str, list[StreamBinding]] = field(default_factory=dict)
     stream_contexts: list[str | None] = field(default_factory=list)
     blocks: list[tuple[int, bool]] = field(default_factory=list)  # (id, ends in return/raise)
-
-
-def _pos(position: CodePosition) -> tuple[int, int]:
-    return position.line, position.column
+    captures: list[Capture] = field(default_factory=list)
 
 
 def _ends_in_exit(block: cst.BaseSuite) -> bool:
@@ -55,13 +57,15 @@ class CaptureStreamNotWarmed(Rule):
     """Graph captured on a stream the warm-up did not run on.
 
     ## What it does
-    Reports a `torch.cuda.graph(...)` capture that follows a warm-up in the same function (a call
-    made before the capture to something the capture body calls too) when the capture does not
-    run on the stream the warm-up ran on:
+    Reports a graph capture that follows a warm-up in the same function (a call made before the
+    capture to something the captured code calls too) when the capture does not run on the stream
+    the warm-up ran on. Captures are `with torch.cuda.graph(...)` (alone or among other items),
+    `stack.enter_context(torch.cuda.graph(...))`, and `g.capture_begin()` ... `g.capture_end()`:
     - `stream=` is a call such as `current_stream()`, fetching the stream at the capture site;
     - `stream=` is left out, so PyTorch captures on its own private side stream;
     - `stream=s` where the warm-up ran under another stream, or `s` is a new stream
-      (`torch.cuda.Stream()`) or was fetched only after the warm-up.
+      (`torch.cuda.Stream()`) or was fetched only after the warm-up;
+    - `g.capture_begin()` runs under another `torch.cuda.stream(...)` than the warm-up did.
     Functions named `current_stream` and those listed in `stream-functions` count as fetching
     the ambient stream.
 
@@ -101,7 +105,11 @@ class CaptureStreamNotWarmed(Rule):
     code = "PORT301"
     name = "capture-stream-not-warmed"
     triggers = ("graph(", "cuda import")
-    METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, QualifiedNameProvider)
+    METADATA_DEPENDENCIES = (
+        *Rule.METADATA_DEPENDENCIES,
+        QualifiedNameProvider,
+        CaptureRegionProvider,
+    )
 
     VALID = [
         # vLLM 0.33's fixed form: the stream is fetched once, before the warm-up.
@@ -188,12 +196,16 @@ class CaptureStreamNotWarmed(Rule):
         self.frames.append(Frame())
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.frames.pop()
+        self._check_frame(self.frames.pop())
 
-    def _start(self, node: cst.CSTNode) -> CodePosition:
-        return self.get_metadata(PositionProvider, node).start
+    def leave_Module(self, original_node: cst.Module) -> None:
+        self._check_frame(self.frame)
 
-    def _source(self, value: cst.BaseExpression) -> StreamSource | None:
+    def _start(self, node: cst.CSTNode) -> Position:
+        position = self.get_metadata(PositionProvider, node).start
+        return position.line, position.column
+
+    def _source(self, value: cst.BaseExpression | None) -> StreamSource | None:
         if not isinstance(value, cst.Call):
             return None
         return stream_source(
@@ -220,15 +232,20 @@ class CaptureStreamNotWarmed(Rule):
             self.receivers.add(id(node.value))  # `get_x().method()`: a getter, not work
 
     def visit_Call(self, node: cst.Call) -> None:
+        region = self.get_metadata(CaptureRegionProvider, node, None)
+        stream = self.frame.stream_contexts[-1] if self.frame.stream_contexts else None
+        if region is not None and region.call is node:
+            blocks = frozenset(block for block, _ in self.frame.blocks)
+            self.frame.captures.append(Capture(region, blocks, stream))
+            return
         callee = dotted_name(node.func)
         if (
             callee
             and id(node) not in self.receivers
             and not qualified_names(self, node.func) & NOT_WARMUPS
         ):
-            stream = self.frame.stream_contexts[-1] if self.frame.stream_contexts else None
             exits = frozenset(block for block, exits in self.frame.blocks if exits)
-            self.frame.calls.append(CallSite(callee, self._start(node), stream, exits))
+            self.frame.calls.append(CallSite(callee, self._start(node), stream, exits, region))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -237,80 +254,86 @@ class CaptureStreamNotWarmed(Rule):
                 binding = StreamBinding(self._start(node), self._source(node.value))
                 self.frame.bindings.setdefault(key, []).append(binding)
 
-    def visit_With(self, node: cst.With) -> None:
+    def _stream_context(self, node: cst.With) -> list[str | None]:
+        contexts = []
         for item in node.items:
             call = item.item
             if isinstance(call, cst.Call) and qualified_names(self, call.func) & STREAM_CONTEXTS:
                 target = argument(call, "stream", 0)
-                self.frame.stream_contexts.append(dotted_name(target.value) if target else None)
+                contexts.append(dotted_name(target.value) if target else None)
+        return contexts
 
-    def leave_With(self, original_node: cst.With) -> None:
-        for item in original_node.items:
-            call = item.item
-            if not isinstance(call, cst.Call):
-                continue
-            names = qualified_names(self, call.func)
-            if names & STREAM_CONTEXTS:
-                self.frame.stream_contexts.pop()
-            elif names & CAPTURE_CONTEXTS:
-                self._check_capture(original_node, call)
+    def visit_With_body(self, node: cst.With) -> None:
+        self.frame.stream_contexts.extend(self._stream_context(node))
 
-    def _warmups(self, with_node: cst.With) -> list[CallSite]:
+    def leave_With_body(self, node: cst.With) -> None:
+        for _ in self._stream_context(node):
+            self.frame.stream_contexts.pop()
+
+    def _warmups(self, frame: Frame, capture: Capture) -> list[CallSite]:
         """Calls before the capture, on a path that reaches it, to something the capture calls."""
-        position = self.get_metadata(PositionProvider, with_node)
-        with_start, with_end = _pos(position.start), _pos(position.end)
-        body_start = _pos(self._start(with_node.body))
-        captured = {c.callee for c in self.frame.calls if body_start <= _pos(c.start) <= with_end}
-        enclosing = {block for block, _ in self.frame.blocks}
+        captured = {c.callee for c in frame.calls if c.region is capture.region}
+        start = self._start(capture.region.call)
         return [
             c
-            for c in self.frame.calls
-            if _pos(c.start) < with_start and c.callee in captured and c.exits <= enclosing
+            for c in frame.calls
+            if c.start < start and c.callee in captured and c.exits <= capture.blocks
         ]
 
-    def _check_capture(self, with_node: cst.With, capture: cst.Call) -> None:
-        warmups = self._warmups(with_node)
-        if not warmups:
+    def _check_frame(self, frame: Frame) -> None:
+        for capture in frame.captures:
+            warmups = self._warmups(frame, capture)
+            if warmups:
+                self._check_capture(frame, capture, warmups)
+
+    def _check_capture(self, frame: Frame, capture: Capture, warmups: list[CallSite]) -> None:
+        call = capture.region.call
+        line = warmups[0].start[0]
+        if capture.region.kind == "capture_begin":
+            other = next((w for w in warmups if w.stream != capture.stream), None)
+            if other is not None:
+                where = f"under `{capture.stream}`" if capture.stream else "on the ambient stream"
+                ran = f"under `{other.stream}`" if other.stream else "on the ambient stream"
+                self.report(
+                    call,
+                    f"`capture_begin()` captures {where}, but the warm-up at line {other.start[0]} ran {ran}; warm up on the stream you capture on",
+                )
             return
-        first = warmups[0]
-        stream_arg = argument(capture, "stream", 2)
-        stream = stream_arg.value if stream_arg else None
+        stream = capture.region.stream
         if stream is None or (isinstance(stream, cst.Name) and stream.value == "None"):
             self.report(
-                capture,
-                f"capture runs on PyTorch's private side stream, but the warm-up at line {first.start.line} ran on another stream; fetch the capture stream once before the warm-up and pass `stream=`",
+                call,
+                f"capture runs on PyTorch's private side stream, but the warm-up at line {line} ran on another stream; fetch the capture stream once before the warm-up and pass `stream=`",
+                confidence="likely",
             )
             return
         if isinstance(stream, cst.Call):
             if self._source(stream) is not None:
                 self.report(
-                    capture,
-                    f"capture stream is fetched at the capture site, after the warm-up at line {first.start.line}; fetch it once before the warm-up, warm up on it and pass it here",
+                    call,
+                    f"capture stream is fetched at the capture site, after the warm-up at line {line}; fetch it once before the warm-up, warm up on it and pass it here",
                 )
             return
         key = dotted_name(stream)
-        if key is None:
-            return
-        problem = self._stream_problem(key, warmups)
+        problem = self._stream_problem(frame, key, warmups) if key else None
         if problem:
             self.report(
-                capture,
+                call,
                 f"capture runs on `{key}`, but {problem}; warm up on the stream you capture on",
             )
 
-    def _stream_problem(self, key: str, warmups: list[CallSite]) -> str | None:
-        bindings = self.frame.bindings.get(key, [])
+    def _stream_problem(self, frame: Frame, key: str, warmups: list[CallSite]) -> str | None:
+        bindings = frame.bindings.get(key, [])
         for warmup in warmups:
-            line = warmup.start.line
+            line = warmup.start[0]
             if warmup.stream is not None:
                 if warmup.stream != key:
                     return f"the warm-up at line {line} ran under `{warmup.stream}`"
                 continue
-            before = [b for b in bindings if _pos(b.start) < _pos(warmup.start)]
+            before = [b for b in bindings if b.start < warmup.start]
             if not before and bindings:
-                source = bindings[-1].source
-                if source is not None:
-                    return f"it is fetched at line {bindings[-1].start.line}, after the warm-up at line {line}"
+                if bindings[-1].source is not None:
+                    return f"it is fetched at line {bindings[-1].start[0]}, after the warm-up at line {line}"
             elif before and before[-1].source is StreamSource.OTHER:
                 return f"it is not the ambient stream the warm-up at line {line} ran on"
         return None

@@ -1,0 +1,139 @@
+"""Graph-capture regions: the code a CUDA graph records.
+
+Three shapes: the body of ``with torch.cuda.graph(...)`` (alone or among other items); the rest of
+a block after ``stack.enter_context(torch.cuda.graph(...))``; and the statements between
+``g.capture_begin()`` and ``g.capture_end()`` in one block. ``CaptureRegionProvider`` marks each
+capture call and every call inside a region with that region.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import (
+    BatchableMetadataProvider,
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+)
+
+from portlint.analysis.names import argument, dotted_name, method_name, qualified_names
+from portlint.analysis.streams import CAPTURE_CONTEXTS
+
+Position = tuple[int, int]
+
+
+@dataclass(frozen=True, eq=False)
+class CaptureRegion:
+    kind: str  # "with", "enter_context" or "capture_begin"
+    call: cst.Call  # the call that starts the capture
+    start: Position  # the captured code, from here ...
+    end: Position  # ... to here
+    stream: cst.BaseExpression | None  # the `stream=` argument, where the capture takes one
+
+
+def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
+    if isinstance(node, cst.Call):
+        yield node
+    for child in node.children:
+        yield from _calls(child)
+
+
+class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.active: list[CaptureRegion] = []
+        self.closing: dict[
+            int, list[CaptureRegion]
+        ] = {}  # regions that end with a block or statement
+
+    def _position(self, node: cst.CSTNode, end: bool = False) -> Position:
+        code_range = self.get_metadata(PositionProvider, node)
+        point = code_range.end if end else code_range.start
+        return point.line, point.column
+
+    def _is_capture(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, cst.Call) and bool(
+            qualified_names(self, node.func) & CAPTURE_CONTEXTS
+        )
+
+    def _open(self, region: CaptureRegion, closes_with: cst.CSTNode) -> None:
+        self.set_metadata(region.call, region)
+        self.active.append(region)
+        self.closing.setdefault(id(closes_with), []).append(region)
+
+    def _close(self, node: cst.CSTNode) -> None:
+        for region in self.closing.pop(id(node), []):
+            self.active.remove(region)
+
+    # `with torch.cuda.graph(g, ...):` captures its body.
+    def visit_With_body(self, node: cst.With) -> None:
+        for item in node.items:
+            if self._is_capture(item.item):
+                stream = argument(item.item, "stream", 2)
+                region = CaptureRegion(
+                    "with",
+                    item.item,
+                    self._position(node.body),
+                    self._position(node.body, end=True),
+                    stream.value if stream else None,
+                )
+                self._open(region, node.body)
+
+    def leave_With_body(self, node: cst.With) -> None:
+        self._close(node.body)
+
+    # `stack.enter_context(torch.cuda.graph(g))` and `g.capture_begin()` capture what follows.
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
+        starts = [
+            c for c in _calls(original_node) if method_name(c) in ("enter_context", "capture_begin")
+        ]
+        block = self.get_metadata(ParentNodeProvider, original_node, None) if starts else None
+        body = list(getattr(block, "body", ()))
+        if starts and original_node in body:
+            rest = body[body.index(original_node) + 1 :]
+            for call in starts:
+                self._open_after(call, rest, block)
+        self._close(original_node)
+
+    def _open_after(self, call: cst.Call, rest: list[cst.CSTNode], block: cst.CSTNode) -> None:
+        if method_name(call) == "enter_context":
+            capture = call.args[0].value if call.args else None
+            if not self._is_capture(capture):
+                return
+            stream = argument(capture, "stream", 2)
+            kind, covered, closes_with = "enter_context", rest, block
+        else:
+            capture, stream = call, None
+            graph = dotted_name(call.func.value)
+            end = next((i for i, s in enumerate(rest) if self._ends_capture(s, graph)), None)
+            covered = rest if end is None else rest[: end + 1]
+            closes_with = block if end is None else rest[end]
+            kind = "capture_begin"
+        if covered:
+            start, end_position = self._position(covered[0]), self._position(covered[-1], end=True)
+            region = CaptureRegion(
+                kind, capture, start, end_position, stream.value if stream else None
+            )
+            self._open(region, closes_with)
+
+    @staticmethod
+    def _ends_capture(statement: cst.CSTNode, graph: str | None) -> bool:
+        return any(
+            method_name(c) == "capture_end" and dotted_name(c.func.value) == graph
+            for c in _calls(statement)
+        )
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self._close(original_node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        self._close(original_node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.active and self.active[-1].call is not node:
+            self.set_metadata(node, self.active[-1])

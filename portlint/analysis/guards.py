@@ -1,0 +1,209 @@
+"""Platform guards: code that only runs on CUDA (or ROCm, whose torch device type is "cuda" too).
+
+``GuardAnalysis`` is visited with the rules. It records the source ranges that run only on CUDA:
+the body of ``if torch.cuda.is_available():`` (or ``x.is_cuda``, ``x.device.type == "cuda"``,
+``current_platform.is_cuda()``, a configured guard call), the ``else`` of a negated guard, the
+rest of a block after ``if not <guard>: return`` or ``assert <guard>``, and the CUDA side of a
+conditional expression. A function is guarded when it has callers in its module and every one of
+them is guarded ("one call away"). Rules with ``guardable = True`` drop findings inside.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import CodeRange, ParentNodeProvider, PositionProvider, QualifiedNameProvider
+
+from portlint.analysis.names import dotted_name, qualified_names
+
+CUDA_TYPES = {"cuda", "hip", "rocm"}
+GUARD_CALL_NAMES = {"is_cuda", "is_cuda_alike", "is_rocm", "is_hip"}
+GUARD_QUALIFIED = {"torch.cuda.is_available", "torch.cuda.is_initialized"}
+GUARD_ATTRIBUTES = {"is_cuda", "torch.version.cuda", "torch.version.hip"}
+GUARD_VARIABLES = {"is_cuda", "use_cuda", "on_cuda", "cuda_available", "is_rocm", "is_hip"}
+
+Position = tuple[int, int]
+
+
+def _pos(position) -> Position:
+    return position.line, position.column
+
+
+def _exits(block: cst.BaseSuite) -> bool:
+    last = block.body[-1] if block.body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1]
+    return isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break))
+
+
+def _string_values(node: cst.BaseExpression) -> list[str] | None:
+    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
+        return [node.evaluated_value]
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        values = [_string_values(e.value) for e in node.elements]
+        if all(v is not None for v in values):
+            return [s for v in values for s in v]
+    return None
+
+
+@dataclass
+class FunctionInfo:
+    range: CodeRange
+    callers: list[Position] = field(default_factory=list)
+
+
+class GuardAnalysis(cst.BatchableCSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
+
+    def __init__(self, guard_functions: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.guard_functions = set(guard_functions)
+        self.ranges: list[tuple[Position, Position]] = []
+        self.functions: dict[str, FunctionInfo] = {}
+        self.calls: list[tuple[str, Position]] = []
+        self.classes: list[str] = []
+        self._guarded_functions: list[tuple[Position, Position]] | None = None
+
+    # --- What counts as a guard -----------------------------------------------------------
+    def polarity(self, test: cst.BaseExpression) -> int:
+        """+1 when ``test`` being true implies CUDA, -1 when it being false does, else 0."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return -self.polarity(test.expression)
+        if isinstance(test, cst.BooleanOperation):
+            left, right = self.polarity(test.left), self.polarity(test.right)
+            if isinstance(test.operator, cst.And):
+                return 1 if 1 in (left, right) else 0
+            if -1 in (left, right):
+                return -1
+            return 1 if left == right == 1 else 0
+        if isinstance(test, cst.Call):
+            return 1 if self._is_guard_call(test) else 0
+        if isinstance(test, cst.Attribute):
+            name = dotted_name(test)
+            if test.attr.value == "is_cuda" or name in GUARD_ATTRIBUTES:
+                return 1
+            return 1 if qualified_names(self, test) & GUARD_ATTRIBUTES else 0
+        if isinstance(test, cst.Name):
+            return 1 if test.value in GUARD_VARIABLES else 0
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            return self._comparison_polarity(test)
+        return 0
+
+    def _is_guard_call(self, call: cst.Call) -> bool:
+        names = qualified_names(self, call.func)
+        if names & (GUARD_QUALIFIED | self.guard_functions):
+            return True
+        dotted = dotted_name(call.func)
+        if dotted and (
+            dotted in self.guard_functions or dotted.rsplit(".", 1)[-1] in GUARD_CALL_NAMES
+        ):
+            return True
+        if (
+            isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "startswith"
+            and call.args
+        ):
+            values = _string_values(call.args[0].value)
+            return bool(values) and all(v in CUDA_TYPES for v in values)
+        return False
+
+    def _comparison_polarity(self, test: cst.Comparison) -> int:
+        target = test.comparisons[0]
+        operator = target.operator
+        values = _string_values(target.comparator) or _string_values(test.left)
+        if not values or not all(v in CUDA_TYPES for v in values):
+            return 0
+        if isinstance(operator, (cst.Equal, cst.In, cst.Is)):
+            return 1
+        if isinstance(operator, (cst.NotEqual, cst.NotIn, cst.IsNot)):
+            return -1
+        return 0
+
+    # --- Recording guarded ranges ---------------------------------------------------------
+    def _mark(self, node: cst.CSTNode) -> None:
+        position = self.get_metadata(PositionProvider, node)
+        self.ranges.append((_pos(position.start), _pos(position.end)))
+
+    def _mark_rest_of_block(self, statement: cst.CSTNode) -> None:
+        block = self.get_metadata(ParentNodeProvider, statement, None)
+        body = getattr(block, "body", None)
+        if not isinstance(body, (list, tuple)) or statement not in body:
+            return
+        rest = body[body.index(statement) + 1 :]
+        if rest:
+            start = self.get_metadata(PositionProvider, rest[0]).start
+            end = self.get_metadata(PositionProvider, rest[-1]).end
+            self.ranges.append((_pos(start), _pos(end)))
+
+    def visit_If(self, node: cst.If) -> None:
+        polarity = self.polarity(node.test)
+        if polarity == 1:
+            self._mark(node.body)
+        elif polarity == -1:
+            if node.orelse is not None:
+                self._mark(node.orelse)
+            if _exits(node.body):
+                self._mark_rest_of_block(node)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        polarity = self.polarity(node.test)
+        if polarity:
+            self._mark(node.body if polarity == 1 else node.orelse)
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        for statement in node.body:
+            if isinstance(statement, cst.Assert) and self.polarity(statement.test) == 1:
+                self._mark_rest_of_block(node)
+
+    # --- Functions and their callers ------------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.classes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        key = ".".join([*self.classes[-1:], node.name.value])
+        self.functions[key] = FunctionInfo(self.get_metadata(PositionProvider, node))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        callee = dotted_name(node.func)
+        if callee is None:
+            return
+        if callee.startswith(("self.", "cls.")) and self.classes:
+            callee = f"{self.classes[-1]}.{callee.split('.', 1)[1]}"
+        self.calls.append((callee, _pos(self.get_metadata(PositionProvider, node).start)))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for callee, position in self.calls:
+            if callee in self.functions:
+                self.functions[callee].callers.append(position)
+
+    # --- Queries --------------------------------------------------------------------------
+    def _in_ranges(self, position: Position, ranges: list[tuple[Position, Position]]) -> bool:
+        return any(start <= position <= end for start, end in ranges)
+
+    def guarded_function_ranges(self) -> list[tuple[Position, Position]]:
+        """Functions all of whose (one or more) callers in the module are guarded, to a fixpoint."""
+        if self._guarded_functions is None:
+            guarded: dict[str, tuple[Position, Position]] = {}
+            changed = True
+            while changed:
+                changed = False
+                known = self.ranges + list(guarded.values())
+                for name, info in self.functions.items():
+                    if name in guarded or not info.callers:
+                        continue
+                    if all(self._in_ranges(c, known) for c in info.callers):
+                        guarded[name] = (_pos(info.range.start), _pos(info.range.end))
+                        changed = True
+            self._guarded_functions = list(guarded.values())
+        return self._guarded_functions
+
+    def is_guarded(self, line: int, column: int) -> bool:
+        """Whether the 1-based ``line`` and 0-based ``column`` run only on CUDA."""
+        position = (line, column)
+        return self._in_ranges(position, self.ranges) or self._in_ranges(
+            position, self.guarded_function_ranges()
+        )

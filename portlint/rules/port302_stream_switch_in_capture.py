@@ -1,0 +1,134 @@
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
+
+from portlint.analysis.capture import CaptureRegionProvider
+from portlint.analysis.names import argument, imported_names, qualified_names
+from portlint.analysis.streams import SET_STREAM_FUNCTIONS, STREAM_CONTEXTS, stream_source
+from portlint.rule import Invalid, Rule
+
+
+class StreamSwitchInCapture(Rule):
+    """Stream switched or fetched inside a graph capture.
+
+    ## What it does
+    Reports, inside a graph capture (`with torch.cuda.graph(...)`, after
+    `stack.enter_context(torch.cuda.graph(...))`, between `g.capture_begin()` and
+    `g.capture_end()`):
+    - `with torch.cuda.stream(s)` for a stream other than the capture's;
+    - `torch.cuda.set_stream(...)` and `torch.accelerator.set_stream(...)`;
+    - a stream fetched by a call (`current_stream()`, `torch.cuda.Stream()`, ...) and passed to
+      other work, as an argument or as the receiver of a method.
+
+    ## Why is this bad?
+    Inside a capture the current stream is the capture stream. Work sent to another stream is
+    captured only if that stream first waits on the capture stream and the capture stream joins it
+    again before the capture ends; otherwise the capture fails ("operation not permitted when
+    stream is capturing") or, worse, the work runs eagerly once and is missing from every replay.
+    A stream fetched inside the capture and handed on (to `record_stream`, to a library that
+    caches it) ties that work to the capture's private stream, which differs from the one replays
+    run beside. Backends other than CUDA implement these fork/join rules differently, if at all.
+
+    ## Example
+    ```python
+    with torch.cuda.graph(g):
+        out = model(x)
+        with torch.cuda.stream(side):
+            extra = head(out)
+    ```
+
+    Use instead:
+    ```python
+    with torch.cuda.graph(g):
+        out = model(x)
+        extra = head(out)
+    ```
+
+    ## Fix safety
+    No fix: which stream the work belongs on is a design decision.
+
+    ## References
+    - https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs (multistream capture)
+    - vLLM #53399
+    """
+
+    code = "PORT302"
+    name = "stream-switch-in-capture"
+    triggers = ("graph(", "capture_begin")
+    METADATA_DEPENDENCIES = (
+        *Rule.METADATA_DEPENDENCIES,
+        QualifiedNameProvider,
+        ParentNodeProvider,
+        CaptureRegionProvider,
+    )
+
+    VALID = [
+        "import torch\ndef f(g, m, x):\n    with torch.cuda.graph(g):\n        y = m(x)\n"
+        "    with torch.cuda.stream(s):\n        m(x)\n",
+        "import torch\ndef f(g, m, x, s):\n    with torch.cuda.graph(g, stream=s):\n"
+        "        with torch.cuda.stream(s):\n            y = m(x)\n",
+        "import torch\ndef f(g, m, x):\n    s = torch.cuda.current_stream()\n    with torch.cuda.graph(g):\n"
+        "        y = m(x)\n",
+        "import torch\ndef f(g, m, x, s):\n    with torch.cuda.graph(g, stream=torch.cuda.current_stream()):\n"
+        "        y = m(x)\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\ndef f(g, m, x, side):\n    with torch.cuda.graph(g):\n"
+            "        with torch.cuda.stream(side):\n            y = m(x)\n",
+            4,
+            14,
+        ),
+        Invalid(
+            "import torch\ndef f(g, x):\n    with torch.cuda.graph(g):\n"
+            "        x.record_stream(torch.cuda.current_stream())\n",
+            4,
+            25,
+        ),
+        Invalid(
+            "import torch\ndef f(g, m, x, s):\n    g.capture_begin()\n    torch.cuda.set_stream(s)\n"
+            "    m(x)\n    g.capture_end()\n",
+            4,
+            5,
+        ),
+        Invalid(
+            "import torch\nfrom contextlib import ExitStack\ndef f(g, m, x, s):\n"
+            "    with ExitStack() as stack:\n        stack.enter_context(torch.cuda.graph(g))\n"
+            "        torch.cuda.current_stream().wait_stream(s)\n",
+            6,
+            9,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        region = self.get_metadata(CaptureRegionProvider, node, None)
+        if region is None or region.call is node:
+            return
+        names = qualified_names(self, node.func)
+        if names & STREAM_CONTEXTS:
+            target = argument(node, "stream", 0)
+            capture_stream = region.stream
+            if (
+                target is not None
+                and capture_stream is not None
+                and target.value.deep_equals(capture_stream)
+            ):
+                return
+            self.report(
+                node,
+                "switches to another stream inside a graph capture; the work is captured only if that stream forks from and joins back into the capture stream",
+                confidence="likely",
+            )
+        elif names & SET_STREAM_FUNCTIONS:
+            self.report(
+                node,
+                "sets the current stream inside a graph capture; captured work must stay on the capture stream",
+                confidence="likely",
+            )
+        elif stream_source(names, imported_names(self, node.func), self.settings.stream_functions):
+            parent = self.get_metadata(ParentNodeProvider, node, None)
+            if isinstance(parent, (cst.Arg, cst.Attribute)):
+                self.report(
+                    node,
+                    "fetches a stream inside a graph capture and hands it to other work; inside the capture it is the capture's private stream",
+                    confidence="likely",
+                )
