@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -11,9 +13,10 @@ import click
 from portlint import __version__
 from portlint.config import ConfigError, Overrides, find_pyproject, load_settings
 from portlint.discovery import discover
-from portlint.engine import lint_files
+from portlint.engine import fix_source, lint_files, read_source, write_source
+from portlint.fix import SAFE
 from portlint.registry import all_rules
-from portlint.reporters import json_report, statistics, summary, text_report
+from portlint.reporters import fixes_report, json_report, statistics, summary, text_report
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -74,6 +77,12 @@ def main() -> None:
     "-j", "--jobs", type=click.IntRange(min=1), help="Processes to use (default: CPU count)."
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings and nothing else.")
+@click.option("--fix", is_flag=True, help="Apply safe fixes and write the files.")
+@click.option(
+    "--unsafe-fixes", is_flag=True, help="Apply unsafe fixes as well (with --fix or --diff)."
+)
+@click.option("--diff", is_flag=True, help="Print the diff the fixes would make; write nothing.")
+@click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file.")
 def check(
     paths: tuple[Path, ...],
     select: str | None,
@@ -85,6 +94,10 @@ def check(
     show_statistics: bool,
     jobs: int | None,
     quiet: bool,
+    fix: bool,
+    unsafe_fixes: bool,
+    diff: bool,
+    show_fixes: bool,
 ) -> None:
     """Lint PATHS (files or folders; default: the current folder)."""
     targets = list(paths) or [Path(".")]
@@ -111,6 +124,19 @@ def check(
     progress.close()
 
     violations = result.violations
+    applied: Counter[tuple[str, str]] = Counter()
+    changed = False
+    if fix or diff:
+        violations, applied, changed, fix_errors = _apply_fixes(
+            violations, settings, unsafe_fixes, diff
+        )
+        result.internal_errors.extend(fix_errors)
+        if diff:
+            sys.exit(
+                EXIT_ERROR if result.internal_errors else EXIT_FINDINGS if changed else EXIT_CLEAN
+            )
+    if show_fixes:
+        click.echo(fixes_report(applied), nl=False)
     if output_format == "json":
         click.echo(json_report(violations), nl=False)
     elif show_statistics:
@@ -118,13 +144,51 @@ def check(
     else:
         click.echo(text_report(violations), nl=False)
         if not quiet:
-            click.echo(summary(violations))
+            click.echo(summary(violations, sum(applied.values()), unsafe_fixes))
     for error in result.internal_errors:
         click.echo(f"portlint: error: {error}", err=True)
 
     if missing or result.internal_errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if violations and not exit_zero else EXIT_CLEAN)
+
+
+def _apply_fixes(violations, settings, unsafe: bool, diff_only: bool):
+    """Fix every file with an applicable fix; return what is left, what was fixed, and errors."""
+    paths = sorted(
+        {v.path for v in violations if v.fix and (unsafe or v.fix.applicability == SAFE)}
+    )
+    applied: Counter[tuple[str, str]] = Counter()
+    errors: list[str] = []
+    changed = False
+    remaining = [v for v in violations if v.path not in paths]
+    for path in paths:
+        original = read_source(path)
+        outcome = fix_source(path, original, settings, unsafe)
+        for dropped in outcome.dropped:
+            click.echo(f"portlint: warning: fix dropped: {dropped}", err=True)
+        if outcome.source == original:
+            remaining += [v for v in violations if v.path == path]
+            continue
+        changed = True
+        if diff_only:
+            lines = difflib.unified_diff(
+                original.splitlines(keepends=True),
+                outcome.source.splitlines(keepends=True),
+                path,
+                path,
+            )
+            click.echo("".join(lines), nl=False)
+            continue
+        try:
+            write_source(path, outcome.source)
+        except OSError as error:
+            errors.append(str(error) if isinstance(error, PermissionError) else f"{path}: {error}")
+            remaining += [v for v in violations if v.path == path]
+            continue
+        remaining += outcome.violations
+        applied.update({(path, code): count for code, count in outcome.applied.items()})
+    return sorted(remaining), applied, changed, errors
 
 
 def _common_folder(paths: list[Path], cwd: Path) -> Path:
@@ -138,7 +202,7 @@ def list_rules() -> None:
     """List every rule: code, name, whether it has a fix."""
     rows = [("CODE", "NAME", "FIX", "SUMMARY")]
     for code, rule in all_rules().items():
-        rows.append((code, rule.name, "no", rule.summary()))
+        rows.append((code, rule.name, "yes" if rule.has_fix() else "no", rule.summary()))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         click.echo(

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import libcst as cst
+
 from portlint.registry import all_rules, expand_selector
 from portlint.settings import Settings
 
@@ -30,7 +32,7 @@ LIST_KEYS = (
     "guard-functions",
     "cuda-only-paths",
 )
-KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "respect-gitignore")
+KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "respect-gitignore", "device-expression")
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints",
@@ -88,6 +90,7 @@ def load_settings(config_path: Path | None, overrides: Overrides, cwd: Path) -> 
         guard_functions=tuple(table.get("guard-functions", [])),
         cuda_only_paths=tuple(table.get("cuda-only-paths", [])),
         guardable_codes=frozenset(code for code, rule in all_rules().items() if rule.guardable),
+        device_expression=table.get("device-expression", ""),
     )
 
 
@@ -114,6 +117,16 @@ def _validate(table: dict[str, Any], path: Path) -> None:
         raise ConfigError(
             f"{path}: [tool.portlint] per-file-ignores must map glob patterns to lists of codes"
         )
+    expression = table.get("device-expression", "")
+    if not isinstance(expression, str):
+        raise ConfigError(f"{path}: [tool.portlint] device-expression must be a string")
+    if expression:
+        try:
+            cst.parse_expression(expression)
+        except cst.ParserSyntaxError:
+            raise ConfigError(
+                f"{path}: [tool.portlint] device-expression is not a Python expression: {expression!r}"
+            ) from None
     if not isinstance(table.get("respect-gitignore", True), bool):
         raise ConfigError(f"{path}: [tool.portlint] respect-gitignore must be true or false")
 

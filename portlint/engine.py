@@ -6,9 +6,13 @@ The API returns results and never prints; the CLI does the printing.
 from __future__ import annotations
 
 import ast
+import contextlib
 import io
 import os
+import stat
+import tempfile
 import tokenize
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -18,6 +22,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from portlint.analysis.guards import GuardAnalysis
+from portlint.fix import SAFE, Fix, apply_edits, overlaps
 from portlint.registry import all_rules
 from portlint.rule import FileContext, Rule, Violation
 from portlint.settings import Settings
@@ -25,6 +30,8 @@ from portlint.suppression import apply_suppressions
 
 # Below this many files to parse, a process pool costs more to start than it saves.
 MIN_FILES_PER_WORKER = 8
+# Fixes that overlap are applied over several rounds, each re-linting the result (as ruff does).
+MAX_FIX_ROUNDS = 10
 
 
 @dataclass
@@ -73,6 +80,35 @@ def decode_source(path: str, data: bytes) -> str:
         raise SourceError(Violation(path, line, col, None, message)) from None
 
 
+def write_source(path: str, text: str) -> None:
+    """Replace ``path``'s text atomically, keeping its encoding (and BOM) and its permissions.
+
+    The new text goes to a temporary file in the same folder, which is then renamed over the file
+    (the target of a symbolic link, not the link). A read-only file is refused, not overwritten.
+    """
+    target = os.path.realpath(path)
+    data = Path(target).read_bytes()
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)  # "utf-8-sig" keeps a BOM
+    mode = os.stat(target).st_mode
+    if not mode & stat.S_IWUSR:
+        raise PermissionError(f"{path}: file is read-only; not fixed")
+    payload = text.encode(encoding)
+    handle, temporary = tempfile.mkstemp(
+        dir=os.path.dirname(target), prefix=".portlint-", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(payload)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, stat.S_IMODE(mode))
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
 def _line_col(data: bytes, offset: int) -> tuple[int, int]:
     line = data.count(b"\n", 0, offset) + 1
     return line, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
@@ -111,6 +147,50 @@ def lint_source(path: str, source: str, settings: Settings) -> list[Violation]:
             if v.code not in guardable or not guards.is_guarded(v.line, v.col - 1)
         ]
     return sorted(apply_suppressions(violations, source))
+
+
+@dataclass
+class FixResult:
+    source: str  # the fixed source
+    applied: Counter[str] = field(default_factory=Counter)  # fixes applied, by code
+    dropped: list[str] = field(default_factory=list)  # fixes not applied, and why
+    violations: list[Violation] = field(default_factory=list)  # what is left
+
+
+def _applicable(violation: Violation, unsafe: bool) -> Fix | None:
+    fix = violation.fix
+    return fix if fix is not None and (fix.applicability == SAFE or unsafe) else None
+
+
+def fix_source(path: str, source: str, settings: Settings, unsafe: bool = False) -> FixResult:
+    """Apply the fixes of ``source``'s findings, round after round, checking each one parses."""
+    result = FixResult(source)
+    for _ in range(MAX_FIX_ROUNDS):
+        result.violations = lint_source(path, result.source, settings)
+        chosen: list[tuple[Violation, Fix]] = []
+        for violation in result.violations:
+            fix = _applicable(violation, unsafe)
+            if fix and not any(overlaps(fix, other) for _, other in chosen):
+                chosen.append((violation, fix))
+        applied_this_round = 0
+        # From the end of the file back, so each fix's line numbers still hold when it is applied.
+        for violation, fix in sorted(chosen, key=lambda pair: pair[1].edits, reverse=True):
+            candidate = apply_edits(result.source, list(fix.edits))
+            try:
+                cst.parse_module(candidate)
+            except cst.ParserSyntaxError:
+                result.dropped.append(
+                    f"{path}:{violation.line}: {violation.code}: the fixed code would not parse"
+                )
+                continue
+            result.source = candidate
+            result.applied[violation.code] += 1
+            applied_this_round += 1
+        if not applied_this_round:
+            break
+    else:
+        result.violations = lint_source(path, result.source, settings)
+    return result
 
 
 def _syntax_error(path: str, source: str, error: cst.ParserSyntaxError) -> Violation:

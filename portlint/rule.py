@@ -9,6 +9,7 @@ from typing import ClassVar
 import libcst as cst
 from libcst.metadata import PositionProvider, ProviderT
 
+from portlint.fix import Fix, Rewrite, build_fix
 from portlint.settings import Settings
 
 
@@ -28,15 +29,20 @@ class Violation:
     end_line: int = 0
     end_col: int = 0
     confidence: str = "certain"
+    fix: Fix | None = None
 
 
 @dataclass(frozen=True)
 class Invalid:
-    """An inline case a rule must flag: exactly one finding at ``line``:``col`` (1-based)."""
+    """An inline case a rule must flag: exactly one finding at ``line``:``col`` (1-based).
+
+    ``fixed``, where given, is the source after the rule's fix (safe and unsafe fixes applied).
+    """
 
     source: str
     line: int
     col: int
+    fixed: str | None = None
 
 
 @dataclass
@@ -82,6 +88,7 @@ class Rule(cst.BatchableCSTVisitor):
         *,
         start: cst.CSTNode | None = None,
         confidence: str = "certain",
+        fix: Fix | None = None,
     ) -> None:
         """Report ``message`` spanning ``node`` (or from ``start`` to the end of ``node``)."""
         begin = self.get_metadata(PositionProvider, start or node).start
@@ -96,8 +103,20 @@ class Rule(cst.BatchableCSTVisitor):
                 end_line=end.line,
                 end_col=end.column + 1,
                 confidence=confidence,
+                fix=fix,
             )
         )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.module = node
+
+    def build_fix(self, rewrite: Rewrite, applicability: str, message: str) -> Fix | None:
+        return build_fix(self.module, rewrite, applicability, message)
+
+    @classmethod
+    def has_fix(cls) -> bool:
+        """Whether the rule has a fix: some inline case says what it fixes to."""
+        return any(case.fixed is not None for case in cls.INVALID)
 
     @classmethod
     def documentation(cls) -> str:

@@ -18,6 +18,7 @@ class Settings:
     guard_functions: tuple[str, ...] = field(default=())
     cuda_only_paths: tuple[str, ...] = field(default=())
     guardable_codes: frozenset[str] = frozenset()
+    device_expression: str = ""
 
     def codes_for(self, path: str) -> frozenset[str]:
         """The codes enabled for ``path``: ``per-file-ignores`` and ``cuda-only-paths`` applied."""

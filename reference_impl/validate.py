@@ -2,7 +2,8 @@
 
 For each seed: (1) portlint flags the buggy form with the expected code at the expected line;
 (2) the buggy form fails with the expected error; (3) the fixed form (this package's own code)
-passes with correct results. ``python -m reference_impl.validate --out DIR`` writes
+passes with correct results; and, where portlint has a fix for the rule (seed 1 so far), (4) the
+buggy form after portlint's own fix passes too. ``python -m reference_impl.validate --out DIR`` writes
 ``evidence.json`` and ``evidence.md`` there: the device, torch and triton versions, the date, and
 one row per case with the observed outcome and error text. Cases that need a CUDA device are
 skipped, with the reason, where there is none.
@@ -40,7 +41,7 @@ TRITON_INT64_ERROR = (
 class Row:
     case: str
     seed: str
-    form: str  # "buggy" or "fixed"
+    form: str  # "buggy", "fixed", or "portlint-fixed" (the buggy form after portlint's fix)
     expected: str  # "fails: <text>" or "passes"
     observed: str  # "failed: <error>", "passed: <detail>" or "skipped: <reason>"
     ok: bool | None  # did the observation match the expectation (None: skipped)
@@ -54,6 +55,25 @@ def load_seed(name: str):
     spec = importlib.util.spec_from_file_location(f"seed_{name}", SEEDS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def load_portlint_fixed_seed(name: str):
+    """Step (4): the buggy seed after ``portlint check --fix --unsafe-fixes``, as a module."""
+    from portlint.engine import fix_source
+    from portlint.registry import all_rules
+    from portlint.settings import Settings
+
+    path = SEEDS / f"{name}.py"
+    outcome = fix_source(
+        str(path), path.read_text(), Settings(select=frozenset(all_rules())), unsafe=True
+    )
+    if not outcome.applied:
+        raise AssertionError(f"portlint applied no fix to {name}")
+    module = importlib.util.module_from_spec(
+        importlib.util.spec_from_loader(f"fixed_{name}", loader=None)
+    )
+    exec(compile(outcome.source, f"<portlint-fixed {name}>", "exec"), module.__dict__)
     return module
 
 
@@ -76,11 +96,13 @@ def warmup_case(form: str, device: str) -> Callable[[], str]:
         if device == "cuda":
             need_cuda()
         worker = Worker(torch.device(device))
-        function = (
-            load_seed("warmup_buggy").spec_decode_rejection_warmup
-            if form == "buggy"
-            else warmup.spec_decode_rejection_warmup
-        )
+        function = {
+            "buggy": lambda: load_seed("warmup_buggy").spec_decode_rejection_warmup,
+            "portlint-fixed": lambda: (
+                load_portlint_fixed_seed("warmup_buggy").spec_decode_rejection_warmup
+            ),
+            "fixed": lambda: warmup.spec_decode_rejection_warmup,
+        }[form]()
         function(worker)
         return f"warmup ran for a {device} worker"
 
@@ -284,6 +306,12 @@ def cases() -> list[Case]:
     return [
         Case("warmup-buggy-cpu-worker", "1", "buggy", cpu_error, warmup_case("buggy", "cpu")),
         Case("warmup-fixed-cpu-worker", "1", "fixed", None, warmup_case("fixed", "cpu")),
+        Case("warmup-portlint-fixed-cpu-worker", "1", "portlint-fixed", None,
+             warmup_case("portlint-fixed", "cpu")),
+        Case("warmup-portlint-fixed-meta-worker", "1", "portlint-fixed", None,
+             warmup_case("portlint-fixed", "meta")),
+        Case("warmup-portlint-fixed-cuda-worker", "1", "portlint-fixed", None,
+             warmup_case("portlint-fixed", "cuda"), gpu=True),
         Case("warmup-buggy-meta-worker", "1", "buggy", meta_error, warmup_case("buggy", "meta")),
         Case("warmup-fixed-meta-worker", "1", "fixed", None, warmup_case("fixed", "meta")),
         Case("warmup-buggy-cuda-worker", "1", "buggy", None, warmup_case("buggy", "cuda"), gpu=True),

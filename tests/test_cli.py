@@ -36,6 +36,7 @@ def test_findings_exit_1_in_sorted_text_with_summary(project):
         f"{path}:2:10: PORT101 `torch.device` hardcodes CUDA; take the device from the caller (e.g. `worker.device`) or `torch.accelerator.current_accelerator()`",
         f"{path}:3:7: PORT102 `.cuda()` moves to CUDA by name; use `.to(device)` with the device in use",
         "Found 2 errors.",
+        "No fixes available (2 hidden fixes can be enabled with the `--unsafe-fixes` option).",
     ]
     assert result.stderr == ""
 
@@ -70,7 +71,7 @@ def test_json_output_uses_ruff_field_names(project):
     assert first["location"] == {"row": 2, "column": 10}
     assert first["end_location"] == {"row": 2, "column": 30}
     assert first["filename"] == str((project / "src/pkg/buggy.py").resolve())
-    assert first["noqa_row"] == 2 and first["fix"] is None
+    assert first["noqa_row"] == 2 and first["fix"]["applicability"] == "unsafe"
     assert first["confidence"] == "certain"
 
 
@@ -168,6 +169,10 @@ def test_config_exclude_and_extend_exclude(project):
             "unknown rule selector 'NOPE1'",
         ),
         ("[tool.portlint\n", "cannot read"),
+        (
+            '[tool.portlint]\ndevice-expression = "x +"\n',
+            "device-expression is not a Python expression",
+        ),
     ],
 )
 def test_bad_config_is_a_clear_error_with_exit_2(project, config, message):
@@ -260,7 +265,10 @@ def test_bad_files_are_diagnosed_and_the_run_goes_on(tmp_path):
     assert "latin.py:2:6: SyntaxError: source is not valid utf-8 (byte 0xe9)" in lines
     assert "nulls.py:1:13: SyntaxError: source contains a null byte" in lines
     assert "syntax.py:2:17: SyntaxError: '(' was never closed" in lines
-    assert lines[-1] == "Found 7 errors."
+    assert lines[-2:] == [
+        "Found 7 errors.",
+        "No fixes available (3 hidden fixes can be enabled with the `--unsafe-fixes` option).",
+    ]
 
 
 def test_missing_path_exits_2(tmp_path):

@@ -44,3 +44,22 @@ def test_every_rule_has_cases_and_documentation(code):
         "## References",
     ):
         assert section in docs, f"{code} docs lack {section!r}"
+
+
+FIXED = [
+    pytest.param(code, case, id=f"{code}-fix-{i}")
+    for code, rule in all_rules().items()
+    for i, case in enumerate(rule.INVALID)
+    if case.fixed is not None
+]
+
+
+@pytest.mark.parametrize(("code", "case"), FIXED)
+def test_fix_turns_the_invalid_case_into_its_fixed_form(code, case):
+    from portlint.engine import fix_source
+    from portlint.settings import Settings
+
+    settings = Settings(select=frozenset({code}))
+    result = fix_source("case.py", case.source, settings, unsafe=True)
+    assert result.source == case.fixed
+    assert not fix_source("case.py", result.source, settings, unsafe=True).applied

@@ -1,6 +1,7 @@
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
+from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
 
+from portlint.analysis.device_scope import device_in_scope
 from portlint.analysis.names import (
     argument,
     is_cuda_device_literal,
@@ -9,6 +10,7 @@ from portlint.analysis.names import (
     positional,
     resolves_to,
 )
+from portlint.fix import UNSAFE, Rewrite
 from portlint.rule import Invalid, Rule
 
 TORCH_DEVICE = ("torch.device",)
@@ -48,7 +50,12 @@ class HardcodedCudaDevice(Rule):
     accelerator.
 
     ## Fix safety
-    No fix yet: which device the code meant depends on what is in scope.
+    Unsafe: the fix replaces the hardcoded device with the device already in scope — a `device`
+    parameter, `worker.device` for a `worker` parameter, `self.device` in a class that sets it,
+    `x.device` for a parameter annotated as a tensor — and otherwise with
+    `torch.accelerator.current_accelerator()` (or the configured `device-expression`), adding
+    `import torch` where needed. That is what the code meant in the cases the rule was built from,
+    but it changes where tensors live, and drops the index of `"cuda:1"`.
 
     ## References
     - vLLM #55245: hardcoded device in `spec_decode_rejection_warmup`
@@ -59,7 +66,7 @@ class HardcodedCudaDevice(Rule):
     name = "hardcoded-cuda-device"
     triggers = ('"cuda', "'cuda")
     guardable = True
-    METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, QualifiedNameProvider)
+    METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, QualifiedNameProvider, ParentNodeProvider)
 
     VALID = [
         "import torch\ndef f(worker):\n    return torch.device(worker.device)\n",
@@ -76,6 +83,33 @@ class HardcodedCudaDevice(Rule):
         "x = f(device='cuda_graph')\n",
     ]
     INVALID = [
+        Invalid(
+            "import torch\ndef warmup(worker):\n    device = torch.device('cuda')\n",
+            3,
+            14,
+            fixed="import torch\ndef warmup(worker):\n    device = worker.device\n",
+        ),
+        Invalid(
+            "import torch\ndef f(x: torch.Tensor):\n    return torch.zeros(3, device='cuda') + x\n",
+            3,
+            34,
+            fixed="import torch\ndef f(x: torch.Tensor):\n    return torch.zeros(3, device=x.device) + x\n",
+        ),
+        Invalid(
+            "class M:\n    def __init__(self, device):\n        self.device = device\n"
+            "    def g(self, y):\n        return y.to('cuda')\n",
+            5,
+            21,
+            fixed="class M:\n    def __init__(self, device):\n        self.device = device\n"
+            "    def g(self, y):\n        return y.to(self.device)\n",
+        ),
+        Invalid(
+            '"""Doc."""\nfrom torch import device\nd = device("cuda")\n',
+            3,
+            5,
+            fixed='"""Doc."""\nimport torch\nfrom torch import device\n'
+            "d = torch.accelerator.current_accelerator()\n",
+        ),
         Invalid("import torch\ndevice = torch.device('cuda')\n", 2, 10),
         Invalid('import torch\ndevice = torch.device("cuda:0")\n', 2, 10),
         Invalid("import torch\ndef f(i):\n    return torch.device('cuda', i)\n", 3, 12),
@@ -89,6 +123,13 @@ class HardcodedCudaDevice(Rule):
         Invalid("y = x.to('cuda:1', non_blocking=True)\n", 1, 10),
     ]
 
+    def _fix(self, hardcoded: cst.CSTNode):
+        expression = device_in_scope(self, hardcoded)
+        rewrite = Rewrite(replace={id(hardcoded): cst.parse_expression(expression)})
+        if expression.startswith("torch."):
+            rewrite.imports.add("torch")
+        return self.build_fix(rewrite, UNSAFE, f"Use `{expression}`")
+
     def visit_Call(self, node: cst.Call) -> None:
         if resolves_to(self, node.func, TORCH_DEVICE):
             device_type = argument(node, "type", 0)
@@ -96,14 +137,21 @@ class HardcodedCudaDevice(Rule):
                 self.report(
                     node,
                     "`torch.device` hardcodes CUDA; take the device from the caller (e.g. `worker.device`) or `torch.accelerator.current_accelerator()`",
+                    fix=self._fix(node),
                 )
             return
         device = keyword(node, "device")
         if device and is_cuda_device_literal(device.value):
-            self.report(device.value, "`device=` hardcodes CUDA; pass the device in use instead")
+            self.report(
+                device.value,
+                "`device=` hardcodes CUDA; pass the device in use instead",
+                fix=self._fix(device.value),
+            )
         if method_name(node) == "to":
             target = positional(node, 0)
             if target and is_cuda_device_literal(target.value):
                 self.report(
-                    target.value, "`.to()` hardcodes CUDA; move to the device in use instead"
+                    target.value,
+                    "`.to()` hardcodes CUDA; move to the device in use instead",
+                    fix=self._fix(target.value),
                 )

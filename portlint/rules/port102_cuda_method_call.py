@@ -1,7 +1,9 @@
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
+from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
 
+from portlint.analysis.device_scope import device_in_scope
 from portlint.analysis.names import method_name, qualified_names
+from portlint.fix import UNSAFE, Rewrite
 from portlint.rule import Invalid, Rule
 
 
@@ -31,7 +33,10 @@ class CudaMethodCall(Rule):
     ```
 
     ## Fix safety
-    No fix yet: the device to move to depends on what is in scope.
+    Unsafe: `.cuda(...)` becomes `.to(<device in scope>, ...)`, keeping keyword arguments such as
+    `non_blocking=True` and dropping a device index. The device in scope is chosen as for PORT101
+    (a `device` parameter, `worker.device`, `self.device`, a tensor parameter's `.device`, else
+    `torch.accelerator.current_accelerator()`).
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.Tensor.cuda.html
@@ -42,7 +47,7 @@ class CudaMethodCall(Rule):
     name = "cuda-method-call"
     triggers = (".cuda(",)
     guardable = True
-    METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, QualifiedNameProvider)
+    METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, QualifiedNameProvider, ParentNodeProvider)
 
     VALID = [
         "y = x.to(device)\n",
@@ -53,6 +58,19 @@ class CudaMethodCall(Rule):
         "import torch as t\nt.cuda()\n",
     ]
     INVALID = [
+        Invalid(
+            "def load(model, batch, device):\n    return model(batch.cuda(non_blocking=True))\n",
+            2,
+            24,
+            fixed="def load(model, batch, device):\n"
+            "    return model(batch.to(device, non_blocking=True))\n",
+        ),
+        Invalid(
+            "y = x.cuda(0)\n",
+            1,
+            7,
+            fixed="import torch\ny = x.to(torch.accelerator.current_accelerator())\n",
+        ),
         Invalid("y = x.cuda()\n", 1, 7),
         Invalid("y = x.float().cuda(0)\n", 1, 15),
         Invalid("class M:\n    def setup(self):\n        self.cuda()\n", 3, 14),
@@ -65,8 +83,18 @@ class CudaMethodCall(Rule):
         assert isinstance(node.func, cst.Attribute)
         if "torch" in qualified_names(self, node.func.value):
             return  # `torch.cuda` is a module, not a method call
+        expression = device_in_scope(self, node)
+        keywords = [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
+        moved = node.with_changes(
+            func=node.func.with_changes(attr=cst.Name("to")),
+            args=[cst.Arg(cst.parse_expression(expression)), *keywords],
+        )
+        rewrite = Rewrite(replace={id(node): moved})
+        if expression.startswith("torch."):
+            rewrite.imports.add("torch")
         self.report(
             node,
             "`.cuda()` moves to CUDA by name; use `.to(device)` with the device in use",
             start=node.func.attr,
+            fix=self.build_fix(rewrite, UNSAFE, f"Use `.to({expression})`"),
         )

@@ -1,0 +1,156 @@
+"""Fixes as data: line edits with a safety label, built from a LibCST rewrite of the module.
+
+A rule describes a fix as node replacements, statements to insert before a statement, a run of
+statements to wrap in a ``with``, and imports to add. :func:`build_fix` rewrites the module with
+LibCST (so indentation and formatting stay right) and turns the difference into line edits.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+SAFE, UNSAFE = "safe", "unsafe"
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace lines ``line`` .. ``end_line - 1`` (1-based, whole lines) with ``content``."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    content: str
+
+
+@dataclass(frozen=True, order=True)
+class Fix:
+    applicability: str  # SAFE or UNSAFE
+    message: str
+    edits: tuple[Edit, ...]
+
+
+@dataclass
+class Rewrite:
+    """What a fix changes in the module, by node identity."""
+
+    replace: dict[int, cst.CSTNode] = field(default_factory=dict)  # id(old node) -> new node
+    insert_before: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
+    wrap: tuple[int, int, cst.BaseExpression] | None = (
+        None  # ids of first and last statement, with item
+    )
+    imports: set[str] = field(default_factory=set)  # modules to `import` if not imported plainly
+
+
+class _Rewriter(cst.CSTTransformer):
+    def __init__(self, rewrite: Rewrite) -> None:
+        super().__init__()
+        self.rewrite = rewrite
+
+    def on_leave(self, original_node, updated_node):
+        updated = super().on_leave(original_node, updated_node)
+        return self.rewrite.replace.get(id(original_node), updated)
+
+    def _body(self, original: tuple, updated: tuple) -> list:
+        body: list = []
+        wrapping: list | None = None
+        first, last, item = self.rewrite.wrap or (None, None, None)
+        for old, new in zip(original, updated, strict=True):
+            body.extend(self.rewrite.insert_before.get(id(old), []))
+            if id(old) == first:
+                wrapping = []
+            if wrapping is not None:
+                wrapping.append(new)
+                if id(old) == last:
+                    block = cst.IndentedBlock(body=wrapping)
+                    body.append(cst.With(items=[cst.WithItem(item)], body=block))
+                    wrapping = None
+                continue
+            body.append(new)
+        return body
+
+    def leave_IndentedBlock(self, original_node, updated_node):
+        return updated_node.with_changes(body=self._body(original_node.body, updated_node.body))
+
+    def leave_Module(self, original_node, updated_node):
+        body = self._body(original_node.body, updated_node.body)
+        missing = sorted(m for m in self.rewrite.imports if not _imports_plainly(original_node, m))
+        if missing:
+            at = _import_position(body)
+            body[at:at] = [cst.parse_statement(f"import {m}\n") for m in missing]
+        return updated_node.with_changes(body=body)
+
+
+def _imports_plainly(module: cst.Module, name: str) -> bool:
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Import) and any(
+                    alias.asname is None and cst.Module([]).code_for_node(alias.name) == name
+                    for alias in small.names
+                ):
+                    return True
+    return False
+
+
+def _import_position(body: list) -> int:
+    """After the module docstring and ``from __future__`` imports."""
+    at = 0
+    for index, statement in enumerate(body):
+        if not isinstance(statement, cst.SimpleStatementLine):
+            break
+        small = statement.body[0]
+        docstring = (
+            index == 0 and isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString)
+        )
+        future = (
+            isinstance(small, cst.ImportFrom)
+            and isinstance(small.module, cst.Name)
+            and small.module.value == "__future__"
+        )
+        if not (docstring or future):
+            break
+        at = index + 1
+    return at
+
+
+def _lines(text: str) -> list[str]:
+    """Lines with their ends, split at "\n" only (as LibCST counts lines; "\r\n" stays whole)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def line_edits(old: str, new: str) -> tuple[Edit, ...]:
+    old_lines = _lines(old)
+    new_lines = _lines(new)
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    return tuple(
+        Edit(i1 + 1, 1, i2 + 1, 1, "".join(new_lines[j1:j2]))
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag != "equal"
+    )
+
+
+def build_fix(module: cst.Module, rewrite: Rewrite, applicability: str, message: str) -> Fix | None:
+    new_code = module.visit(_Rewriter(rewrite)).code
+    edits = line_edits(module.code, new_code)
+    return Fix(applicability, message, edits) if edits else None
+
+
+def apply_edits(source: str, edits: list[Edit]) -> str:
+    """Apply non-overlapping line edits (as made by :func:`line_edits` on ``source``)."""
+    lines = _lines(source)
+    for edit in sorted(edits, reverse=True):
+        lines[edit.line - 1 : edit.end_line - 1] = [edit.content] if edit.content else []
+    return "".join(lines)
+
+
+def overlaps(a: Fix, b: Fix) -> bool:
+    return any(
+        x.line < y.end_line and y.line < x.end_line or x.line == y.line
+        for x in a.edits
+        for y in b.edits
+    )
