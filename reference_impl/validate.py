@@ -2,8 +2,8 @@
 
 For each seed: (1) portlint flags the buggy form with the expected code at the expected line;
 (2) the buggy form fails with the expected error; (3) the fixed form (this package's own code)
-passes with correct results; and, where portlint has a fix for the rule (seed 1 so far), (4) the
-buggy form after portlint's own fix passes too. ``python -m reference_impl.validate --out DIR`` writes
+passes with correct results; and (4) the buggy form after portlint's own fix
+(``--fix --unsafe-fixes``) passes too. ``python -m reference_impl.validate --out DIR`` writes
 ``evidence.json`` and ``evidence.md`` there: the device, torch and triton versions, the date, and
 one row per case with the observed outcome and error text. Cases that need a CUDA device are
 skipped, with the reason, where there is none.
@@ -173,13 +173,19 @@ def compile_instead_of_launch(module):
         module.prepare_eagle_inputs = original
 
 
+def _sampler_module(form: str):
+    if form == "buggy":
+        return load_seed("sampler_buggy")
+    return load_portlint_fixed_seed("sampler_buggy") if form == "portlint-fixed" else eagle
+
+
 def sampler_compile_case(form: str) -> Callable[[], str]:
     """Triton's front end on the CPU, for the tensors the code really produces."""
 
     def run() -> str:
         need_triton()
         draft, target_argmax, batch = _verification_batch(torch.device("cpu"))
-        module = load_seed("sampler_buggy") if form == "buggy" else eagle
+        module = _sampler_module(form)
         with compile_instead_of_launch(module):
             _, compiled = module.sample_and_prepare_eagle_inputs(draft, target_argmax, batch)
         return f"compiled for sm_90: {', '.join(sorted(compiled.asm))}"
@@ -194,7 +200,7 @@ def sampler_native_case(form: str) -> Callable[[], str]:
         device = need_cuda()
         need_triton()
         draft, target_argmax, batch = _verification_batch(device)
-        module = load_seed("sampler_buggy") if form == "buggy" else eagle
+        module = _sampler_module(form)
         sampled, out = module.sample_and_prepare_eagle_inputs(draft, target_argmax, batch)
         reference = _eagle_reference(draft.cpu(), target_argmax.cpu(), batch)
         for name in ("input_ids", "positions", "last_token_indices"):
@@ -238,9 +244,13 @@ class _MeasuredGraph(torch.cuda.graph):
 
 def _capture(form: str, torch_current_stream: bool = False) -> tuple[dict, list[int]]:
     device = need_cuda()
-    module = {"buggy": load_seed("capture_buggy"), "legacy": load_seed("capture_legacy_buggy")}.get(
-        form, graphs
-    )
+    module = {
+        "buggy": lambda: load_seed("capture_buggy"),
+        "legacy": lambda: load_seed("capture_legacy_buggy"),
+        "portlint-fixed": lambda: load_portlint_fixed_seed("capture_buggy"),
+        "portlint-fixed-legacy": lambda: load_portlint_fixed_seed("capture_legacy_buggy"),
+        "fixed": lambda: graphs,
+    }[form]()
     if torch_current_stream:
         module.current_stream = torch.cuda.current_stream
     weight = torch.randn(4096, 1024, dtype=torch.float16, device=device)
@@ -265,7 +275,7 @@ def capture_case(form: str, torch_current_stream: bool = False) -> Callable[[], 
     def run() -> str:
         _, allocated = _capture(form, torch_current_stream)
         text = ", ".join(f"{a / MIB:.2f} MiB" for a in allocated)
-        if form != "fixed" and max(allocated) >= 8 * MIB:
+        if max(allocated) >= 8 * MIB:
             raise RuntimeError(
                 f"memory allocated during capture: {text} (per-stream workspace created in capture)"
             )
@@ -323,6 +333,10 @@ def cases() -> list[Case]:
         Case("eagle-fixed-compile-sm90-on-cpu", "2", "fixed", None, sampler_compile_case("fixed")),
         Case("eagle-buggy-native", "2", "buggy", TRITON_INT64_ERROR, sampler_native_case("buggy"), gpu=True),
         Case("eagle-fixed-native", "2", "fixed", None, sampler_native_case("fixed"), gpu=True),
+        Case("eagle-portlint-fixed-compile-sm90-on-cpu", "2", "portlint-fixed", None,
+             sampler_compile_case("portlint-fixed")),
+        Case("eagle-portlint-fixed-native", "2", "portlint-fixed", None,
+             sampler_native_case("portlint-fixed"), gpu=True),
         Case("capture-buggy-default-stream", "3", "buggy", "must be captured on a non-default stream",
              capture_case("buggy", torch_current_stream=True), gpu=True, isolated=True),
         Case("capture-buggy-stream-fetched-at-capture", "3", "buggy", "memory allocated during capture",
@@ -330,6 +344,10 @@ def cases() -> list[Case]:
         Case("capture-legacy-private-side-stream", "3", "buggy", "memory allocated during capture",
              capture_case("legacy"), gpu=True, isolated=True),
         Case("capture-fixed", "3", "fixed", None, capture_case("fixed"), gpu=True, isolated=True),
+        Case("capture-portlint-fixed", "3", "portlint-fixed", None, capture_case("portlint-fixed"),
+             gpu=True, isolated=True),
+        Case("capture-legacy-portlint-fixed", "3", "portlint-fixed", None,
+             capture_case("portlint-fixed-legacy"), gpu=True, isolated=True),
     ]  # fmt: skip
 
 

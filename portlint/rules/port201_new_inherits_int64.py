@@ -3,14 +3,18 @@ import re
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
 
+from portlint.analysis.device_scope import walk
 from portlint.analysis.dtypes import NEW_METHODS, Int64Origin, Int64Provider
 from portlint.analysis.names import dotted_name, keyword, method_name, qualified_names
+from portlint.fix import UNSAFE, Rewrite
 from portlint.rule import Invalid, Rule
 
 # Words naming what an integer tensor holds: a buffer of the same kind as its source (token ids
 # from token ids, offsets from offsets) inherits the dtype on purpose.
 KIND_WORDS = {"token", "id", "offset", "position", "pos", "index", "indice", "idx", "loc", "slot"}
 CONCATENATE = {"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"}
+INT32 = {"torch.int32", "torch.int"}
+COUNT_NAME = re.compile(r"(^|_)(num_\w+|\w*count\w*|\w+_lens?)$")
 
 
 def kinds(name: str) -> set[str]:
@@ -62,7 +66,14 @@ class NewTensorInheritsInt64(Rule):
     ```
 
     ## Fix safety
-    No fix yet: the intended dtype depends on the consumer.
+    Unsafe: the fix adds `dtype=torch.int32` where the new tensor reaches an int32 context — it is
+    passed to a Triton launch (`kernel[grid](...)`) in the same function, compared there with an
+    int32 tensor (`.int()`, `.to(torch.int32)`), a sibling in the function is allocated with
+    `dtype=torch.int32`, or its name says it holds a count or a length
+    (`num_*`, `*_count`, `*_len`, `*_lens`), which kernels take as int32 — and
+    `dtype=torch.int64` otherwise, which keeps today's dtype and only makes it explicit. Either
+    way it is unsafe: int32 changes the dtype, and the explicit int64 is only as right as the
+    dtype flow that found the receiver to be int64. `import torch` is added where needed.
 
     ## References
     - vLLM #39951: `new_empty` inherits int64 into `_prepare_eagle_inputs_kernel`
@@ -98,6 +109,37 @@ class NewTensorInheritsInt64(Rule):
         "    return torch.cat([offsets.new_zeros(1), offsets])\n",
     ]
     INVALID = [
+        Invalid(
+            "import torch\ns = torch.empty(4, dtype=torch.int64)\nnum_sampled = s.new_empty(4)\n",
+            3,
+            15,
+            fixed="import torch\ns = torch.empty(4, dtype=torch.int64)\n"
+            "num_sampled = s.new_empty(4, dtype=torch.int32)\n",
+        ),
+        Invalid(
+            "import torch\ndef f(n):\n    s = torch.arange(n)\n    out = s.new_zeros(n)\n"
+            "    k[(1,)](out, n)\n",
+            4,
+            11,
+            fixed="import torch\ndef f(n):\n    s = torch.arange(n)\n"
+            "    out = s.new_zeros(n, dtype=torch.int32)\n    k[(1,)](out, n)\n",
+        ),
+        Invalid(
+            "import torch\ndef f(n, lens):\n    s = torch.arange(n)\n    ends = s.new_zeros(n)\n"
+            "    limits = lens.int()\n    return ends < limits\n",
+            4,
+            12,
+            fixed="import torch\ndef f(n, lens):\n    s = torch.arange(n)\n"
+            "    ends = s.new_zeros(n, dtype=torch.int32)\n    limits = lens.int()\n"
+            "    return ends < limits\n",
+        ),
+        Invalid(
+            "from torch import arange\ns = arange(4)\nt = s.new_ones(2)\n",
+            3,
+            5,
+            fixed="import torch\nfrom torch import arange\ns = arange(4)\n"
+            "t = s.new_ones(2, dtype=torch.int64)\n",
+        ),
         Invalid("import torch\ns = torch.empty(4, dtype=torch.int64)\nn = s.new_empty(4)\n", 3, 5),
         Invalid("import torch\ns = torch.zeros(4, dtype=torch.long)\nn = s.new_zeros(4)\n", 3, 5),
         Invalid("import torch\ns = torch.arange(4)\nn = s.new_ones(4)\n", 3, 5),
@@ -149,10 +191,63 @@ class NewTensorInheritsInt64(Rule):
         origin = self.get_metadata(Int64Provider, node.func.value, None)
         if origin is None or self._intended(node, node.func.value):
             return
+        dtype = "torch.int32" if self._reaches_int32(node) else "torch.int64"
+        explicit = node.with_changes(
+            args=[*node.args, cst.parse_expression(f"f(dtype={dtype})").args[0]]
+        )
+        rewrite = Rewrite(replace={id(node): explicit}, imports={"torch"})
         self.report(
             node,
             f"`.{node.func.attr.value}()` without `dtype=` inherits int64 from {describe(origin)}; "
             "pass `dtype=` explicitly (kernels that take counts and indices usually expect "
             "`torch.int32`)",
             confidence="likely",
+            fix=self.build_fix(rewrite, UNSAFE, f"Pass `dtype={dtype}`"),
         )
+
+    def _int32_value(self, value: cst.BaseExpression) -> str | None:
+        """ "allocated" for a call with ``dtype=torch.int32``, "cast" for ``.int()``/``.to(int32)``."""
+        if not isinstance(value, cst.Call):
+            return None
+        dtype = keyword(value, "dtype")
+        if dtype is not None and qualified_names(self, dtype.value) & INT32:
+            return "allocated"
+        method = method_name(value)
+        if method == "int" or (
+            method == "to" and value.args and qualified_names(self, value.args[0].value) & INT32
+        ):
+            return "cast"
+        return None
+
+    def _reaches_int32(self, node: cst.Call) -> bool:
+        """A count's name, or in the same function: a sibling allocated as int32, a Triton launch
+        taking the new tensor, or a comparison of it with an int32 tensor."""
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        target = None
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+            target = dotted_name(parent.targets[0].target)
+        if target and COUNT_NAME.search(target.rsplit(".", 1)[-1]):
+            return True
+        scope = parent
+        while scope is not None and not isinstance(scope, (cst.FunctionDef, cst.Module)):
+            scope = self.get_metadata(ParentNodeProvider, scope, None)
+        nodes = list(walk(scope or self.module))
+        int32_names: set[str | None] = set()
+        for assign in (n for n in nodes if isinstance(n, cst.Assign)):
+            kind = self._int32_value(assign.value)
+            if kind == "allocated":
+                return True
+            if kind == "cast":
+                int32_names.update(dotted_name(t.target) for t in assign.targets)
+        for other in nodes:
+            if isinstance(other, cst.Call) and isinstance(other.func, cst.Subscript):
+                if target and any(dotted_name(a.value) == target for a in other.args):
+                    return True
+            if isinstance(other, cst.Comparison):
+                names = {
+                    dotted_name(other.left),
+                    *(dotted_name(c.comparator) for c in other.comparisons),
+                }
+                if target in names and names & (int32_names - {None}):
+                    return True
+        return False

@@ -3,11 +3,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from portlint.analysis.capture import CaptureRegion, CaptureRegionProvider
+from portlint.analysis.device_scope import walk
 from portlint.analysis.names import argument, dotted_name, imported_names, qualified_names
 from portlint.analysis.streams import NOT_WARMUPS, STREAM_CONTEXTS, StreamSource, stream_source
+from portlint.fix import UNSAFE, Rewrite
 from portlint.rule import Invalid, Rule
 
 Position = tuple[int, int]
@@ -20,6 +22,7 @@ class CallSite:
     stream: str | None  # the stream of the innermost `with torch.cuda.stream(s)`, if any
     exits: frozenset[int]  # the enclosing blocks that end in `return` or `raise`
     region: CaptureRegion | None  # the capture region the call is in, if any
+    node: cst.Call = field(compare=False)
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,13 @@ class CaptureStreamNotWarmed(Rule):
     ```
 
     ## Fix safety
-    No fix yet: hoisting the stream moves code across the warm-up.
+    Unsafe, as it moves code across the warm-up. Where `stream=` fetches the stream at the
+    capture site, the fix hoists that call — `capture_stream = current_stream()` — to just before
+    the warm-up, in the block that holds both, and passes `stream=capture_stream` (vLLM's fix of
+    #53399). Where `stream=` is left out, it creates the stream before the warm-up
+    (`capture_stream = torch.cuda.Stream()`, ordered after the current stream with `wait_stream`),
+    runs the warm-up statements under `with torch.cuda.stream(capture_stream):` and passes
+    `stream=capture_stream`. Other cases, and `capture_begin()`, have no fix.
 
     ## References
     - vLLM #53399 and #53818: Gemma4 centroids graph capture on ROCm
@@ -109,6 +118,7 @@ class CaptureStreamNotWarmed(Rule):
         *Rule.METADATA_DEPENDENCIES,
         QualifiedNameProvider,
         CaptureRegionProvider,
+        ParentNodeProvider,
     )
 
     VALID = [
@@ -136,6 +146,26 @@ class CaptureStreamNotWarmed(Rule):
         "import torch\ndef f(self, m, x):\n    m(x)\n    with torch.cuda.graph(g, stream=self.stream):\n        m(x)\n",
     ]
     INVALID = [
+        Invalid(
+            "import torch\nfrom torch.cuda import current_stream\ndef f(m, x, g):\n    m(x)\n"
+            "    with torch.cuda.graph(g, stream=current_stream()):\n        m(x)\n",
+            5,
+            10,
+            fixed="import torch\nfrom torch.cuda import current_stream\ndef f(m, x, g):\n"
+            "    capture_stream = current_stream()\n    m(x)\n"
+            "    with torch.cuda.graph(g, stream=capture_stream):\n        m(x)\n",
+        ),
+        Invalid(
+            "import torch\ndef f(m, x, g, capture_stream):\n    m(x)\n    with torch.cuda.graph(g):\n"
+            "        m(x)\n",
+            4,
+            10,
+            fixed="import torch\ndef f(m, x, g, capture_stream):\n"
+            "    capture_stream_2 = torch.cuda.Stream()\n"
+            "    capture_stream_2.wait_stream(torch.cuda.current_stream())\n"
+            "    with torch.cuda.stream(capture_stream_2):\n        m(x)\n"
+            "    with torch.cuda.graph(g, stream=capture_stream_2):\n        m(x)\n",
+        ),
         # A warm-up in a branch that does not leave the function still reaches the capture.
         Invalid(
             "import torch\ndef f(m, x, warm):\n    if warm:\n        m(x)\n"
@@ -245,7 +275,9 @@ class CaptureStreamNotWarmed(Rule):
             and not qualified_names(self, node.func) & NOT_WARMUPS
         ):
             exits = frozenset(block for block, exits in self.frame.blocks if exits)
-            self.frame.calls.append(CallSite(callee, self._start(node), stream, exits, region))
+            self.frame.calls.append(
+                CallSite(callee, self._start(node), stream, exits, region, node)
+            )
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -305,6 +337,7 @@ class CaptureStreamNotWarmed(Rule):
                 call,
                 f"capture runs on PyTorch's private side stream, but the warm-up at line {line} ran on another stream; fetch the capture stream once before the warm-up and pass `stream=`",
                 confidence="likely",
+                fix=self._fix(capture, warmups, None),
             )
             return
         if isinstance(stream, cst.Call):
@@ -312,6 +345,7 @@ class CaptureStreamNotWarmed(Rule):
                 self.report(
                     call,
                     f"capture stream is fetched at the capture site, after the warm-up at line {line}; fetch it once before the warm-up, warm up on it and pass it here",
+                    fix=self._fix(capture, warmups, stream),
                 )
             return
         key = dotted_name(stream)
@@ -321,6 +355,65 @@ class CaptureStreamNotWarmed(Rule):
                 call,
                 f"capture runs on `{key}`, but {problem}; warm up on the stream you capture on",
             )
+
+    def _parents(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        chain = []
+        while node is not None:
+            chain.append(node)
+            node = self.get_metadata(ParentNodeProvider, node, None)
+        return chain
+
+    def _fix(self, capture: Capture, warmups: list[CallSite], stream: cst.Call | None):
+        """Hoist the capture stream before the warm-up (and run the warm-up on it)."""
+        call = capture.region.call
+        capture_chain = self._parents(call)
+        first_chain, last_chain = self._parents(warmups[0].node), self._parents(warmups[-1].node)
+        first_ids = {id(n) for n in first_chain}
+        block = next(
+            (
+                n
+                for n in capture_chain
+                if isinstance(n, (cst.IndentedBlock, cst.Module)) and id(n) in first_ids
+            ),
+            None,
+        )
+        if block is None or capture.region.kind == "capture_begin":
+            return None
+        positions = {id(n): i for i, n in enumerate(block.body)}
+
+        def statement(chain: list[cst.CSTNode]) -> cst.CSTNode:
+            return next(n for n in chain if id(n) in positions)
+
+        first, last, site = statement(first_chain), statement(last_chain), statement(capture_chain)
+        if not positions[id(first)] <= positions[id(last)] < positions[id(site)]:
+            return None
+        function = next((n for n in capture_chain if isinstance(n, cst.FunctionDef)), self.module)
+        taken = {n.value for n in walk(function) if isinstance(n, cst.Name)}
+        name = next(
+            n
+            for n in ["capture_stream", *(f"capture_stream_{i}" for i in range(2, 100))]
+            if n not in taken
+        )
+        if stream is not None:
+            fetch = cst.parse_statement(f"{name} = {self.module.code_for_node(stream)}\n")
+            rewrite = Rewrite(
+                insert_before={id(first): [fetch]}, replace={id(stream): cst.Name(name)}
+            )
+            return self.build_fix(rewrite, UNSAFE, f"Fetch `{name}` before the warm-up")
+        hoisted = [
+            cst.parse_statement(f"{name} = torch.cuda.Stream()\n"),
+            cst.parse_statement(f"{name}.wait_stream(torch.cuda.current_stream())\n"),
+        ]
+        with_stream = call.with_changes(
+            args=[*call.args, cst.parse_expression(f"f(stream={name})").args[0]]
+        )
+        rewrite = Rewrite(
+            insert_before={id(first): hoisted},
+            wrap=(id(first), id(last), cst.parse_expression(f"torch.cuda.stream({name})")),
+            replace={id(call): with_stream},
+            imports={"torch"},
+        )
+        return self.build_fix(rewrite, UNSAFE, f"Warm up and capture on `{name}`")
 
     def _stream_problem(self, frame: Frame, key: str, warmups: list[CallSite]) -> str | None:
         bindings = frame.bindings.get(key, [])
