@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 import libcst as cst
 
+from portlint.cuda_api import parse_version
 from portlint.registry import all_rules, expand_selector
 from portlint.settings import Settings
 
@@ -32,7 +34,17 @@ LIST_KEYS = (
     "guard-functions",
     "cuda-only-paths",
 )
-KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "respect-gitignore", "device-expression")
+KNOWN_KEYS = (
+    *LIST_KEYS,
+    "per-file-ignores",
+    "respect-gitignore",
+    "device-expression",
+    "target-torch-version",
+)
+# A torch requirement's lower bound: `torch>=2.6`, `torch==2.9.0`, `torch ~= 2.7`, `torch[opt]>=2.8`.
+TORCH_REQUIREMENT = re.compile(
+    r"^\s*torch(?![\w.-])\s*(?:\[[^\]]*\])?\s*[^;]*?(?:===?|>=|~=)\s*(\d+\.\d+)"
+)
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints",
@@ -49,6 +61,7 @@ class Overrides:
     select: list[str] | None = None
     extend_select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
+    target_torch_version: str | None = None
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -63,9 +76,11 @@ def find_pyproject(start: Path) -> Path | None:
 
 def load_settings(config_path: Path | None, overrides: Overrides, cwd: Path) -> Settings:
     table: dict[str, Any] = {}
+    document: dict[str, Any] = {}
     root = cwd
     if config_path is not None:
-        table = _read_toml(config_path).get("tool", {}).get("portlint", {})
+        document = _read_toml(config_path)
+        table = document.get("tool", {}).get("portlint", {})
         root = config_path.resolve().parent
         _validate(table, config_path)
     where = str(config_path) if config_path else "the command line"
@@ -91,7 +106,43 @@ def load_settings(config_path: Path | None, overrides: Overrides, cwd: Path) -> 
         cuda_only_paths=tuple(table.get("cuda-only-paths", [])),
         guardable_codes=frozenset(code for code, rule in all_rules().items() if rule.guardable),
         device_expression=table.get("device-expression", ""),
+        target_torch_version=_target_torch_version(overrides, table, document, where),
     )
+
+
+def _target_torch_version(
+    overrides: Overrides, table: dict[str, Any], document: dict[str, Any], where: str
+) -> tuple[int, int] | None:
+    """From the command line, else ``target-torch-version``, else the project's torch requirement.
+
+    None (every version portlint knows) when none of them says.
+    """
+    given = overrides.target_torch_version or table.get("target-torch-version")
+    if given is not None:
+        try:
+            return parse_version(str(given))
+        except ValueError:
+            source = "--target-torch-version" if overrides.target_torch_version else where
+            raise ConfigError(
+                f'{source}: target-torch-version must look like "2.9", not {given!r}'
+            ) from None
+    return _required_torch(document)
+
+
+def _required_torch(document: dict[str, Any]) -> tuple[int, int] | None:
+    """The lower bound of the first torch requirement in the project's dependencies."""
+    project = document.get("project", {})
+    groups = [
+        project.get("dependencies", []),
+        *project.get("optional-dependencies", {}).values(),
+        document.get("build-system", {}).get("requires", []),
+    ]
+    for group in groups:
+        for requirement in group if isinstance(group, list) else []:
+            match = TORCH_REQUIREMENT.match(str(requirement))
+            if match:
+                return parse_version(match.group(1))
+    return None
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -11,23 +11,35 @@ from portlint.settings import Settings, matches_glob
 PYTHON_SUFFIXES = (".py", ".pyi")
 
 
-def discover(paths: list[Path], settings: Settings) -> tuple[list[Path], list[Path]]:
+def discover(
+    paths: list[Path], settings: Settings, force_exclude: bool = False
+) -> tuple[list[Path], list[Path]]:
     """Return (files to lint, paths that do not exist).
 
-    A file named explicitly is always linted; files found by walking a folder are skipped when an
-    exclude pattern or a .gitignore says so.
+    A file named explicitly is linted unless ``force_exclude`` (what a pre-commit hook, which
+    names every staged file, wants) and an exclude pattern matches it or a folder above it;
+    files found by walking a folder are skipped when an exclude pattern or a .gitignore says so.
     """
     files: list[Path] = []
     missing: list[Path] = []
     for path in paths:
         if path.is_file():
-            files.append(path)
+            if not (force_exclude and is_excluded(path, settings)):
+                files.append(path)
         elif path.is_dir():
             files.extend(_walk(path, settings))
         else:
             missing.append(path)
     unique = list(dict.fromkeys(files))
     return unique, missing
+
+
+def is_excluded(path: Path, settings: Settings) -> bool:
+    """Whether an exclude pattern matches ``path`` or a folder above it (up to the root)."""
+    resolved = path.resolve()
+    root = Path(settings.root).resolve()
+    chain = [resolved, *(p for p in resolved.parents if p == root or root in p.parents)]
+    return any(_excluded(p, settings) for p in chain)
 
 
 def _excluded(path: Path, settings: Settings) -> bool:

@@ -25,6 +25,7 @@ from portlint.analysis.guards import GuardAnalysis
 from portlint.fix import SAFE, Fix, apply_edits, overlaps
 from portlint.registry import all_rules
 from portlint.rule import FileContext, Rule, Violation
+from portlint.rules.port001_unused_noqa import UnusedNoqa
 from portlint.settings import Settings
 from portlint.suppression import apply_suppressions
 
@@ -123,30 +124,49 @@ def rules_for(source: str, codes: frozenset[str]) -> list[type[Rule]]:
     ]
 
 
-def lint_source(path: str, source: str, settings: Settings) -> list[Violation]:
-    """Lint one file's text: findings after suppressions, or one diagnostic if it does not parse."""
-    rules = rules_for(source, settings.codes_for(path))
+def lint_source(
+    path: str, source: str, settings: Settings, *, fix_edits: bool = True
+) -> list[Violation]:
+    """Lint one file's text: findings after suppressions, or one diagnostic if it does not parse.
+
+    With ``fix_edits=False`` fixes carry their applicability and message but no edits.
+    """
+    enabled = settings.codes_for(path)
+    rules = rules_for(source, enabled)
     if not rules:
         return []
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as error:
-        return [_syntax_error(path, source, error)]
-    context = FileContext(path, settings)
+    visiting = [rule for rule in rules if rule is not UnusedNoqa]
+    violations: list[Violation] = []
+    if visiting:
+        try:
+            module = cst.parse_module(source)
+        except cst.ParserSyntaxError as error:
+            return [_syntax_error(path, source, error)]
+        violations = _visit(path, module, visiting, settings, fix_edits)
+    kept, used = apply_suppressions(violations, source)
+    if UnusedNoqa in rules:
+        kept += UnusedNoqa.check(path, source, used, enabled)
+    return sorted(kept)
+
+
+def _visit(
+    path: str, module: cst.Module, rules: list[type[Rule]], settings: Settings, fix_edits: bool
+) -> list[Violation]:
+    """Every rule in one batched visit, then the guarded findings of guardable rules dropped."""
+    context = FileContext(path, settings, fix_edits=fix_edits)
     visitors: list[cst.BatchableCSTVisitor] = [rule(context) for rule in rules]
     guardable = {rule.code for rule in rules if rule.guardable}
     guards = GuardAnalysis(settings.guard_functions) if guardable else None
     MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(
         visitors + ([guards] if guards else [])
     )
-    violations = context.violations
-    if guards is not None:
-        violations = [
-            v
-            for v in violations
-            if v.code not in guardable or not guards.is_guarded(v.line, v.col - 1)
-        ]
-    return sorted(apply_suppressions(violations, source))
+    if guards is None:
+        return context.violations
+    return [
+        v
+        for v in context.violations
+        if v.code not in guardable or not guards.is_guarded(v.line, v.col - 1)
+    ]
 
 
 @dataclass
@@ -206,10 +226,13 @@ def _syntax_error(path: str, source: str, error: cst.ParserSyntaxError) -> Viola
     return Violation(path, error.editor_line, error.editor_column, None, message)
 
 
-def _lint_job(job: tuple[str, str, Settings]) -> tuple[list[Violation], str | None]:
-    path, source, settings = job
+Job = tuple[str, str, Settings, bool]  # path, source, settings, fix_edits
+
+
+def _lint_job(job: Job) -> tuple[list[Violation], str | None]:
+    path, source, settings, fix_edits = job
     try:
-        return lint_source(path, source, settings), None
+        return lint_source(path, source, settings, fix_edits=fix_edits), None
     except Exception as error:  # a crash on one file must not end the run
         return [], f"{path}: internal error: {type(error).__name__}: {error}"
 
@@ -219,10 +242,11 @@ def lint_files(
     settings: Settings,
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    fix_edits: bool = True,
 ) -> RunResult:
     """Lint ``files``; ``progress(done, total)`` is called as parsed files complete."""
     result = RunResult(files_checked=len(files))
-    work: list[tuple[str, str, Settings]] = []
+    work: list[Job] = []
     for file in files:
         path = str(file)
         try:
@@ -231,7 +255,7 @@ def lint_files(
             result.violations.append(error.violation)
             continue
         if rules_for(source, settings.codes_for(path)):
-            work.append((path, source, settings))
+            work.append((path, source, settings, fix_edits))
     result.files_parsed = len(work)
     for violations, error in _run(work, jobs or os.cpu_count() or 1, progress):
         result.violations.extend(violations)
@@ -242,7 +266,7 @@ def lint_files(
 
 
 def _run(
-    work: list[tuple[str, str, Settings]], jobs: int, progress: Callable[[int, int], None] | None
+    work: list[Job], jobs: int, progress: Callable[[int, int], None] | None
 ) -> Iterator[tuple[list[Violation], str | None]]:
     total = len(work)
     if jobs <= 1 or total < 2 * MIN_FILES_PER_WORKER:

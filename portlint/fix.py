@@ -117,15 +117,15 @@ def _import_position(body: list) -> int:
     return at
 
 
-def _lines(text: str) -> list[str]:
+def split_lines(text: str) -> list[str]:
     """Lines with their ends, split at "\n" only (as LibCST counts lines; "\r\n" stays whole)."""
     parts = text.split("\n")
     return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def line_edits(old: str, new: str) -> tuple[Edit, ...]:
-    old_lines = _lines(old)
-    new_lines = _lines(new)
+    old_lines = split_lines(old)
+    new_lines = split_lines(new)
     matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
     return tuple(
         Edit(i1 + 1, 1, i2 + 1, 1, "".join(new_lines[j1:j2]))
@@ -142,7 +142,7 @@ def build_fix(module: cst.Module, rewrite: Rewrite, applicability: str, message:
 
 def apply_edits(source: str, edits: list[Edit]) -> str:
     """Apply non-overlapping line edits (as made by :func:`line_edits` on ``source``)."""
-    lines = _lines(source)
+    lines = split_lines(source)
     for edit in sorted(edits, reverse=True):
         lines[edit.line - 1 : edit.end_line - 1] = [edit.content] if edit.content else []
     return "".join(lines)

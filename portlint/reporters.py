@@ -11,7 +11,7 @@ from portlint.registry import all_rules
 from portlint.rule import Violation
 
 
-def _label(violation: Violation) -> str:
+def label(violation: Violation) -> str:
     if violation.code is None:
         return violation.message
     fixable = "[*] " if violation.fix and violation.fix.applicability == SAFE else ""
@@ -19,8 +19,8 @@ def _label(violation: Violation) -> str:
     return f"{violation.code} {fixable}{violation.message}{likely}"
 
 
-def text_report(violations: list[Violation], *, fixable_hint: bool = False) -> str:
-    lines = [f"{v.path}:{v.line}:{v.col}: {_label(v)}" for v in violations]
+def text_report(violations: list[Violation]) -> str:
+    lines = [f"{v.path}:{v.line}:{v.col}: {label(v)}" for v in violations]
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -92,8 +92,9 @@ def _fix_json(fix: Fix | None) -> dict | None:
     }
 
 
-def json_report(violations: list[Violation]) -> str:
-    items = [
+def json_items(violations: list[Violation]) -> list[dict]:
+    """The findings as ruff's JSON objects (plus ``confidence``)."""
+    return [
         {
             "cell": None,
             "code": v.code,
@@ -108,4 +109,7 @@ def json_report(violations: list[Violation]) -> str:
         }
         for v in violations
     ]
-    return json.dumps(items, indent=2) + "\n"
+
+
+def json_report(violations: list[Violation]) -> str:
+    return json.dumps(json_items(violations), indent=2) + "\n"

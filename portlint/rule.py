@@ -52,6 +52,9 @@ class FileContext:
     path: str
     settings: Settings
     violations: list[Violation] = field(default_factory=list)
+    # False: a fix is described (applicability, message) but its edits are not computed, which
+    # costs a rewrite of the module per finding; reports that only show "[*]" do not need them.
+    fix_edits: bool = True
 
 
 class Rule(cst.BatchableCSTVisitor):
@@ -71,6 +74,8 @@ class Rule(cst.BatchableCSTVisitor):
     guardable: ClassVar[bool] = False
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[Invalid]] = []
+    # Other rules enabled while the inline cases run (a rule about other rules' findings).
+    CASES_ALSO_SELECT: ClassVar[tuple[str, ...]] = ()
     METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = (PositionProvider,)
 
     def __init__(self, context: FileContext) -> None:
@@ -111,6 +116,8 @@ class Rule(cst.BatchableCSTVisitor):
         self.module = node
 
     def build_fix(self, rewrite: Rewrite, applicability: str, message: str) -> Fix | None:
+        if not self.context.fix_edits:
+            return Fix(applicability, message, ())
         return build_fix(self.module, rewrite, applicability, message)
 
     @classmethod

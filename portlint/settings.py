@@ -19,6 +19,8 @@ class Settings:
     cuda_only_paths: tuple[str, ...] = field(default=())
     guardable_codes: frozenset[str] = frozenset()
     device_expression: str = ""
+    # The oldest torch the code must run on, as (major, minor); None: every version portlint knows.
+    target_torch_version: tuple[int, int] | None = None
 
     def codes_for(self, path: str) -> frozenset[str]:
         """The codes enabled for ``path``: ``per-file-ignores`` and ``cuda-only-paths`` applied."""

@@ -1,62 +1,149 @@
-"""``# noqa`` comments, as ruff reads them: per line, and ``# portlint: noqa`` for a whole file."""
+"""``# noqa`` comments, as ruff reads them: per line, and ``# portlint: noqa`` for a whole file.
+
+Also what suppression hygiene needs: which line directives suppressed nothing (PORT001) and
+where a new directive can go (``--add-noqa``).
+"""
 
 from __future__ import annotations
 
 import io
 import re
 import tokenize
+from dataclasses import dataclass
 
 from portlint.rule import Violation
 
 _CODES = r"[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*"
 LINE_NOQA = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{_CODES}))?", re.IGNORECASE)
 FILE_NOQA = re.compile(rf"#\s*portlint\s*:\s*noqa(?::\s*(?P<codes>{_CODES}))?", re.IGNORECASE)
+PORTLINT_CODE = re.compile(r"PORT\d+", re.IGNORECASE)
 
 ALL = None  # a suppression without codes: every code
 
 
-def _codes(match: re.Match[str]) -> frozenset[str] | None:
+@dataclass(frozen=True)
+class Directive:
+    """A line's ``# noqa`` directive: its codes (None: all), and where it is (1-based column)."""
+
+    line: int
+    col: int
+    end_col: int
+    codes: tuple[str, ...] | None
+
+
+def _codes(match: re.Match[str]) -> tuple[str, ...] | None:
     codes = match.group("codes")
-    return ALL if codes is None else frozenset(c.upper() for c in re.split(r"[\s,]+", codes) if c)
+    return ALL if codes is None else tuple(c.upper() for c in re.split(r"[\s,]+", codes) if c)
 
 
-def _comments(source: str) -> list[tuple[int, str]]:
-    """(line, text) of every comment; tokenize never sees ``#`` inside a string as a comment."""
+def _comments(source: str) -> list[tuple[int, int, str]]:
+    """(line, 0-based column, text) of every comment; ``#`` inside a string is no comment."""
     try:
         return [
-            (token.start[0], token.string)
+            (token.start[0], token.start[1], token.string)
             for token in tokenize.generate_tokens(io.StringIO(source).readline)
             if token.type == tokenize.COMMENT
         ]
     except (tokenize.TokenError, SyntaxError):
         return [
-            (n, line[line.index("#") :])
+            (n, line.index("#"), line[line.index("#") :])
             for n, line in enumerate(source.splitlines(), 1)
             if "#" in line
         ]
 
 
-def _covers(codes: frozenset[str] | None, code: str | None) -> bool:
-    return codes is ALL or code in codes
-
-
-def apply_suppressions(violations: list[Violation], source: str) -> list[Violation]:
-    """Drop the violations a ``# noqa`` comment suppresses."""
-    if not violations:
-        return violations
-    by_line: dict[int, frozenset[str] | None] = {}
-    file_wide: list[frozenset[str] | None] = []
-    for line, text in _comments(source):
+def directives(source: str) -> tuple[dict[int, Directive], list[tuple[str, ...] | None]]:
+    """The line directives by line, and the codes of each file-wide directive."""
+    by_line: dict[int, Directive] = {}
+    file_wide: list[tuple[str, ...] | None] = []
+    for line, col, text in _comments(source):
         if match := FILE_NOQA.search(text):
             file_wide.append(_codes(match))
         elif match := LINE_NOQA.search(text):
-            by_line[line] = _codes(match)
-    return [
-        v
-        for v in violations
-        if v.code is None
-        or not (
-            any(_covers(codes, v.code) for codes in file_wide)
-            or (v.line in by_line and _covers(by_line[v.line], v.code))
-        )
-    ]
+            by_line[line] = Directive(
+                line, col + match.start() + 1, col + match.end() + 1, _codes(match)
+            )
+    return by_line, file_wide
+
+
+def _covers(codes: tuple[str, ...] | None, code: str | None) -> bool:
+    return codes is ALL or code in codes
+
+
+def apply_suppressions(
+    violations: list[Violation], source: str
+) -> tuple[list[Violation], set[tuple[int, str]]]:
+    """Drop the violations a ``# noqa`` comment suppresses.
+
+    Returns what is left, and the (line, code) pairs that line directives suppressed.
+    """
+    if not violations:
+        return violations, set()
+    by_line, file_wide = directives(source)
+    kept: list[Violation] = []
+    used: set[tuple[int, str]] = set()
+    for v in violations:
+        if v.code is None:
+            kept.append(v)
+            continue
+        if any(_covers(codes, v.code) for codes in file_wide):
+            continue
+        directive = by_line.get(v.line)
+        if directive is not None and _covers(directive.codes, v.code):
+            used.add((v.line, v.code))
+        else:
+            kept.append(v)
+    return kept, used
+
+
+def commentable_lines(source: str) -> set[int] | None:
+    """Lines at whose end a comment can be added: not inside a string, not continued with ``\\``.
+
+    None when the source does not tokenize.
+    """
+    lines = source.splitlines()
+    inside: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                inside.update(range(token.start[0], token.end[0]))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return {
+        n for n, text in enumerate(lines, 1) if n not in inside and not text.rstrip().endswith("\\")
+    }
+
+
+def add_noqa(source: str, violations: list[Violation]) -> tuple[str, int, list[int]]:
+    """``source`` with a ``# noqa: CODES`` for each finding on its first line.
+
+    Existing directives are extended. Returns the new source, how many lines were changed, and
+    the lines where no comment can go (inside a multi-line string, or continued with ``\\``).
+    """
+    wanted: dict[int, list[str]] = {}
+    for v in violations:
+        if v.code is not None and v.code not in wanted.setdefault(v.line, []):
+            wanted[v.line].append(v.code)
+    existing, _ = directives(source)
+    commentable = commentable_lines(source) or set()
+    lines = source.split("\n")
+    changed, skipped = 0, []
+    for number, codes in sorted(wanted.items()):
+        text = lines[number - 1]
+        body = text.rstrip("\r")
+        ending = text[len(body) :]
+        directive = existing.get(number)
+        if directive is not None:
+            if directive.codes is ALL:
+                continue
+            merged = [*directive.codes, *(c for c in codes if c not in directive.codes)]
+            new = f"{body[: directive.col - 1]}# noqa: {', '.join(merged)}{body[directive.end_col - 1 :]}"
+        elif number in commentable:
+            new = f"{body}  # noqa: {', '.join(codes)}"
+        else:
+            skipped.append(number)
+            continue
+        if new != body:
+            lines[number - 1] = new + ending
+            changed += 1
+    return "\n".join(lines), changed, skipped

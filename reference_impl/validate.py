@@ -399,10 +399,9 @@ def lint_rows() -> list[Row]:
             for number, line in enumerate(source.splitlines(), 1)
             if "# error:" in line
         ]
-        found = [
-            (v.line, v.code)
-            for v in lint_source(str(path), source, Settings(select=frozenset(all_rules())))
-        ]
+        # The seeded bug's family: the seeds, like vLLM, also call torch.cuda APIs (PORT4xx).
+        family = frozenset(c for c in all_rules() if c.startswith(expected[0][1][:5]))
+        found = [(v.line, v.code) for v in lint_source(str(path), source, Settings(select=family))]
         rows.append(
             Row(
                 f"lint-{path.stem}",

@@ -212,7 +212,7 @@ def test_configured_stream_function_is_a_stream_fetch(project):
                 model(x)
     """,
     )
-    args = ("check", "src/pkg/capture.py", "--output-format", "json")
+    args = ("check", "src/pkg/capture.py", "--select", "PORT3", "--output-format", "json")
     assert json.loads(run_cli(*args, cwd=project).stdout) == []
     write(
         project,
@@ -281,12 +281,14 @@ def test_rules_and_rule_docs(tmp_path):
     assert listing.returncode == 0
     assert [line.split()[0] for line in listing.stdout.splitlines()] == [
         "CODE",
+        "PORT001",
         "PORT101",
         "PORT102",
         "PORT201",
         "PORT202",
         "PORT301",
         "PORT302",
+        *(f"PORT40{i}" for i in range(1, 10)),
     ]
     docs = run_cli("rule", "port201", cwd=tmp_path)
     assert docs.returncode == 0 and docs.stdout.startswith("# PORT201 (new-tensor-inherits-int64)")

@@ -133,10 +133,10 @@ def test_a_crash_on_one_file_is_reported_and_the_run_goes_on(tmp_path, monkeypat
     tree(tmp_path, {"a.py": BUGGY, "b.py": BUGGY})
     real = engine.lint_source
 
-    def flaky(path, source, settings):
+    def flaky(path, source, settings, **options):
         if path.endswith("a.py"):
             raise RecursionError("too deep")
-        return real(path, source, settings)
+        return real(path, source, settings, **options)
 
     monkeypatch.setattr(engine, "lint_source", flaky)
     settings = settings_for(tmp_path)

@@ -21,12 +21,15 @@ INVALID = [
 
 @pytest.mark.parametrize(("code", "source"), VALID)
 def test_valid_case_is_not_flagged(code, source):
-    assert lint(source, code) == []
+    assert lint(source, code, *all_rules()[code].CASES_ALSO_SELECT) == []
 
 
 @pytest.mark.parametrize(("code", "case"), INVALID)
 def test_invalid_case_is_flagged_once_at_its_position(code, case):
-    found = [(v.code, v.line, v.col) for v in lint(case.source, code)]
+    found = [
+        (v.code, v.line, v.col)
+        for v in lint(case.source, code, *all_rules()[code].CASES_ALSO_SELECT)
+    ]
     assert found == [(code, case.line, case.col)]
 
 
@@ -59,7 +62,7 @@ def test_fix_turns_the_invalid_case_into_its_fixed_form(code, case):
     from portlint.engine import fix_source
     from portlint.settings import Settings
 
-    settings = Settings(select=frozenset({code}))
+    settings = Settings(select=frozenset({code, *all_rules()[code].CASES_ALSO_SELECT}))
     result = fix_source("case.py", case.source, settings, unsafe=True)
     assert result.source == case.fixed
     assert not fix_source("case.py", result.source, settings, unsafe=True).applied

@@ -3,8 +3,9 @@
 ``GuardAnalysis`` is visited with the rules. It records the source ranges that run only on CUDA:
 the body of ``if torch.cuda.is_available():`` (or ``x.is_cuda``, ``x.device.type == "cuda"``,
 ``current_platform.is_cuda()``, a configured guard call), the ``else`` of a negated guard, the
-rest of a block after ``if not <guard>: return`` or ``assert <guard>``, and the CUDA side of a
-conditional expression. A function is guarded when it has callers in its module and every one of
+rest of a block after ``if not <guard>: return`` or ``assert <guard>``, the CUDA side of a
+conditional expression, and the right of ``<guard> and ...``. ``torch.version.hip is not None``
+is a guard too (a ROCm build). A function is guarded when it has callers in its module and every one of
 them is guarded ("one call away"). Rules with ``guardable = True`` drop findings inside.
 """
 
@@ -21,7 +22,10 @@ CUDA_TYPES = {"cuda", "hip", "rocm"}
 GUARD_CALL_NAMES = {"is_cuda", "is_cuda_alike", "is_rocm", "is_hip"}
 GUARD_QUALIFIED = {"torch.cuda.is_available", "torch.cuda.is_initialized"}
 GUARD_ATTRIBUTES = {"is_cuda", "torch.version.cuda", "torch.version.hip"}
-GUARD_VARIABLES = {"is_cuda", "use_cuda", "on_cuda", "cuda_available", "is_rocm", "is_hip"}
+GUARD_VARIABLES = {
+    "is_cuda", "use_cuda", "on_cuda", "cuda_available", "is_rocm", "is_hip", "is_nvidia",
+}  # fmt: skip
+VERSION_ATTRIBUTES = {"torch.version.cuda", "torch.version.hip"}
 
 Position = tuple[int, int]
 
@@ -111,6 +115,15 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
     def _comparison_polarity(self, test: cst.Comparison) -> int:
         target = test.comparisons[0]
         operator = target.operator
+        if (
+            isinstance(target.comparator, cst.Name)
+            and target.comparator.value == "None"
+            and (
+                dotted_name(test.left) in VERSION_ATTRIBUTES
+                or qualified_names(self, test.left) & VERSION_ATTRIBUTES
+            )
+        ):  # `torch.version.hip is not None`: a ROCm (or CUDA) build
+            return {cst.IsNot: 1, cst.Is: -1}.get(type(operator), 0)
         values = _string_values(target.comparator) or _string_values(test.left)
         if not values or not all(v in CUDA_TYPES for v in values):
             return 0
@@ -145,6 +158,14 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
                 self._mark(node.orelse)
             if _exits(node.body):
                 self._mark_rest_of_block(node)
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        """`guard and expr`: ``expr`` runs only when the guard held (`not guard or expr` too)."""
+        polarity = self.polarity(node.left)
+        if (isinstance(node.operator, cst.And) and polarity == 1) or (
+            isinstance(node.operator, cst.Or) and polarity == -1
+        ):
+            self._mark(node.right)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         polarity = self.polarity(node.test)

@@ -1,0 +1,241 @@
+"""References to CUDA-only torch APIs, found once per file for the whole PORT4xx family.
+
+``CudaReferenceProvider`` marks each outermost name or attribute chain that resolves under
+``torch.cuda`` (``torch.cuda.synchronize``, ``t.cuda.Stream`` after ``import torch as t``,
+``cuda.graph`` after ``from torch import cuda``, ``synchronize`` after ``from torch.cuda import
+synchronize``; not the import statements, annotations, or assignments to ``torch.cuda``
+attributes), each uncalled ``x.is_cuda``, and each
+``backend="nccl"`` given to ``init_process_group``/``new_group``. ``CudaApiRule`` is the base of
+the family: each rule reports the references of its family and builds fixes from the table in
+:mod:`portlint.cuda_api`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import libcst as cst
+from libcst.metadata import BatchableMetadataProvider, ParentNodeProvider, QualifiedNameProvider
+
+from portlint.analysis.device_scope import device_in_scope
+from portlint.analysis.names import argument, dotted_name, qualified_names
+from portlint.cuda_api import (
+    APIS,
+    BY_NAME,
+    DISTRIBUTED,
+    IS_CUDA,
+    OTHER_API,
+    CudaApi,
+    format_version,
+    lookup,
+)
+from portlint.fix import Fix, Rewrite
+from portlint.rule import Rule
+
+GROUP_FUNCTIONS = {  # qualified name -> position of `backend`
+    "torch.distributed.init_process_group": 0,
+    "torch.distributed.distributed_c10d.init_process_group": 0,
+    "torch.distributed.new_group": 2,
+    "torch.distributed.distributed_c10d.new_group": 2,
+}
+NCCL_CONSTANTS = {
+    "torch.distributed.Backend.NCCL",
+    "torch.distributed.distributed_c10d.Backend.NCCL",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class CudaReference:
+    api: CudaApi
+    qualified: str  # the name as resolved, e.g. "torch.cuda.memory.empty_cache"
+    call: cst.Call | None = None  # the call whose callee the reference is
+    with_item: bool = False  # that call is an item of a `with` statement
+
+
+class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
+    METADATA_DEPENDENCIES = (QualifiedNameProvider, ParentNodeProvider)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.import_depth = 0
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self.import_depth += 1
+
+    def leave_Import(self, original_node: cst.Import) -> None:
+        self.import_depth -= 1
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.import_depth += 1
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom) -> None:
+        self.import_depth -= 1
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._reference(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._reference(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        for name in qualified_names(self, node.func):
+            if name in GROUP_FUNCTIONS:
+                backend = argument(node, "backend", GROUP_FUNCTIONS[name])
+                if backend is not None and self._is_nccl(backend.value):
+                    api = BY_NAME["backend=nccl"]
+                    self.set_metadata(backend.value, CudaReference(api, api.name))
+                return
+
+    def _in_annotation(self, node: cst.CSTNode) -> bool:
+        current = self.get_metadata(ParentNodeProvider, node, None)
+        while current is not None and not isinstance(current, cst.BaseStatement):
+            if isinstance(current, cst.Annotation):
+                return True
+            current = self.get_metadata(ParentNodeProvider, current, None)
+        return False
+
+    def _is_nccl(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.SimpleString):
+            return value.evaluated_value == "nccl"
+        return bool(qualified_names(self, value) & NCCL_CONSTANTS)
+
+    def _reference(self, node: cst.Name | cst.Attribute) -> None:
+        if self.import_depth:
+            return
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        if isinstance(parent, cst.Attribute) or dotted_name(node) is None:
+            return  # part of a longer chain, the attribute's name, or an attribute of a value
+        if isinstance(parent, cst.AssignTarget) or self._in_annotation(node):
+            return  # monkeypatching torch.cuda, or a type: nothing runs on a device there
+        call = parent if isinstance(parent, cst.Call) and parent.func is node else None
+        if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
+            if call is None and not (
+                isinstance(node.value, cst.Name) and node.value.value == "self"
+            ):
+                self.set_metadata(node, CudaReference(IS_CUDA, IS_CUDA.name))
+            return
+        for qualified in sorted(qualified_names(self, node)):
+            api = lookup(qualified)
+            if api is not None:
+                grandparent = self.get_metadata(ParentNodeProvider, call, None) if call else None
+                with_item = isinstance(grandparent, cst.WithItem)
+                self.set_metadata(node, CudaReference(api, qualified, call, with_item))
+                return
+
+
+def _device_type(expression: str) -> str:
+    """The device type of a device expression (a `device` parameter may be a string)."""
+    return f"torch.device({expression}).type" if expression == "device" else f"{expression}.type"
+
+
+def _as_keyword(arg: cst.Arg, name: str) -> cst.Arg:
+    return arg.with_changes(
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
+
+
+class CudaApiRule(Rule):
+    """The PORT4xx family: one rule per ``family`` of :mod:`portlint.cuda_api`."""
+
+    family: ClassVar[str]
+    triggers = ("torch.cuda", "import cuda", ".cuda.", ".is_cuda", "nccl", "NCCL")
+    guardable = True
+    METADATA_DEPENDENCIES = (
+        *Rule.METADATA_DEPENDENCIES,
+        CudaReferenceProvider,
+        QualifiedNameProvider,
+        ParentNodeProvider,
+    )
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._check(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._check(node)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self._check(node)
+
+    def _check(self, node: cst.CSTNode) -> None:
+        reference = self.get_metadata(CudaReferenceProvider, node, None)
+        if reference is None or reference.api.family != self.family:
+            return
+        target = self.settings.target_torch_version
+        if target is not None and target < reference.api.since:
+            return
+        self.report(node, self.message(reference), fix=self._fix(reference, node))
+
+    @staticmethod
+    def message(reference: CudaReference) -> str:
+        api = reference.api
+        name, replacement = reference.qualified, api.replacement
+        if api is OTHER_API and name != "torch.cuda":
+            replacement = f"{api.replacement}.{name.rsplit('.', 1)[1]}"
+        if api.family == DISTRIBUTED:
+            name, replacement = 'backend="nccl"', f"{replacement}(device)"
+        if not replacement.startswith("`"):
+            replacement = f"`{replacement}`"
+        text = f"`{name}` is CUDA-only; use {replacement} (torch ≥ {format_version(api.since)})"
+        return f"{text}: {api.note}" if api.note else text
+
+    def _fix(self, reference: CudaReference, node: cst.CSTNode) -> Fix | None:
+        api, call = reference.api, reference.call
+        if api.fix is None:
+            return None
+        if api.family == DISTRIBUTED:
+            device = device_in_scope(self, node)
+            new: cst.CSTNode = cst.parse_expression(f"{api.replacement}({device})")
+            old: cst.CSTNode = node
+        elif api.alias:
+            old, new = node, cst.parse_expression(api.replacement)
+        elif call is None or any(arg.star for arg in call.args):
+            return None
+        elif api.argument_is_context:
+            if not reference.with_item or len(call.args) != 1 or call.args[0].keyword:
+                return None
+            old, new = call, call.args[0].value.with_changes(lpar=(), rpar=())
+        else:
+            args = self._arguments(api, call, node)
+            if args is None:
+                return None
+            old = call
+            new = call.with_changes(func=cst.parse_expression(api.replacement), args=args)
+        message = f"Use `{api.replacement}`"
+        return self.build_fix(Rewrite(replace={id(old): new}, imports={"torch"}), api.fix, message)
+
+    def _arguments(self, api: CudaApi, call: cst.Call, node: cst.CSTNode) -> list[cst.Arg] | None:
+        """The call's arguments as the replacement takes them; None if they cannot be mapped."""
+        args: list[cst.Arg] = []
+        position = 0
+        for arg in call.args:
+            if arg.keyword is None and api.keywords:
+                if position >= len(api.keywords):
+                    return None
+                arg = _as_keyword(arg, api.keywords[position])
+                position += 1
+            elif api.device_positional and arg.keyword and arg.keyword.value == "device":
+                arg = arg.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)
+            args.append(arg)
+        if api.device_first:
+            device = cst.parse_expression(_device_type(device_in_scope(self, node)))
+            comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            args.insert(0, cst.Arg(device, comma=comma if args else cst.MaybeSentinel.DEFAULT))
+        return args
+
+    @classmethod
+    def documentation(cls) -> str:
+        """The docstring, then the family's rows of the mapping table."""
+        rows = [
+            f"| `{api.name}` | {api.replacement if api.replacement.startswith('`') else f'`{api.replacement}`'}"
+            f" | {format_version(api.since)} | {api.fix or 'none'} |"
+            for api in APIS
+            if api.family == cls.family
+        ]
+        table = "\n".join(
+            ["| CUDA-only | use instead | torch ≥ | fix |", "| --- | --- | --- | --- |"]
+        )
+        return f"{super().documentation()}\n\n## Mapping\n{table}\n" + "\n".join(rows)

@@ -1,0 +1,215 @@
+"""Output formats for CI and editors: full text, JSON lines, JUnit XML, GitHub annotations, SARIF.
+
+The concise text, JSON, statistics and summary live in :mod:`portlint.reporters`; every format
+here renders the same list of violations. ``sources`` maps a path to its text where the file on
+disk is not the source (stdin); otherwise a file's text is read when a format shows source lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from xml.etree import ElementTree
+
+from portlint import __version__
+from portlint.registry import all_rules
+from portlint.reporters import json_items, label
+from portlint.rule import Violation
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SYNTAX_ERROR = "syntax-error"
+
+
+class Sources:
+    """File texts, read once each, for formats that quote source lines."""
+
+    def __init__(self, given: dict[str, str] | None = None) -> None:
+        self.texts = dict(given or {})
+
+    def lines(self, path: str) -> list[str]:
+        if path not in self.texts:
+            try:
+                self.texts[path] = Path(path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                self.texts[path] = ""
+        return self.texts[path].splitlines()
+
+
+def json_lines_report(violations: list[Violation]) -> str:
+    return "".join(json.dumps(item, sort_keys=True) + "\n" for item in json_items(violations))
+
+
+def full_report(violations: list[Violation], sources: Sources) -> str:
+    """Each finding with its source line, a caret under the span, and its fix, if any."""
+    blocks = []
+    for v in violations:
+        lines = sources.lines(v.path)
+        block = [f"{v.path}:{v.line}:{v.col}: {label(v)}"]
+        if 0 < v.line <= len(lines):
+            text = lines[v.line - 1]
+            end = v.end_col if v.end_line == v.line and v.end_col > v.col else len(text) + 1
+            width = len(str(v.line))
+            block += [
+                f"{' ' * width} |",
+                f"{v.line} | {text}",
+                f"{' ' * width} | {' ' * (v.col - 1)}{'^' * max(1, end - v.col)}",
+            ]
+        if v.fix is not None:
+            block.append(f"  = fix ({v.fix.applicability}): {v.fix.message}")
+            for edit in v.fix.edits:
+                removed = lines[edit.line - 1 : edit.end_line - 1]
+                block += [f"  - {line}" for line in removed]
+                block += [f"  + {line}" for line in edit.content.splitlines()]
+        blocks.append("\n".join(block) + "\n")
+    return "\n".join(blocks)
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_report(violations: list[Violation]) -> str:
+    """GitHub Actions workflow commands: one ``::error`` annotation per finding."""
+    lines = []
+    for v in violations:
+        title = f"portlint ({v.code or SYNTAX_ERROR})"
+        properties = [
+            f"title={_escape_property(title)}",
+            f"file={_escape_property(v.path)}",
+            f"line={v.line}",
+            f"col={v.col}",
+            f"endLine={v.end_line or v.line}",
+            f"endColumn={v.end_col or v.col}",
+        ]
+        message = f"{v.path}:{v.line}:{v.col}: {label(v)}"
+        lines.append(f"::error {','.join(properties)}::{_escape_data(message)}\n")
+    return "".join(lines)
+
+
+def junit_report(violations: list[Violation]) -> str:
+    """JUnit XML: one test suite per file, one failing test case per finding."""
+    suites = ElementTree.Element(
+        "testsuites", name="portlint", tests=str(max(1, len(violations))),
+        failures=str(len(violations)), errors="0",
+    )  # fmt: skip
+    if not violations:
+        suite = ElementTree.SubElement(
+            suites, "testsuite", name="portlint", tests="1", failures="0", errors="0"
+        )
+        ElementTree.SubElement(suite, "testcase", name="No errors found", classname="portlint")
+    for path in sorted({v.path for v in violations}):
+        found = [v for v in violations if v.path == path]
+        suite = ElementTree.SubElement(
+            suites, "testsuite", name=path, tests=str(len(found)), failures=str(len(found)),
+            errors="0",
+        )  # fmt: skip
+        for v in found:
+            case = ElementTree.SubElement(
+                suite, "testcase", name=f"portlint.{v.code or SYNTAX_ERROR}",
+                classname=os.path.splitext(path)[0].replace(os.sep, "."), file=path,
+                line=str(v.line),
+            )  # fmt: skip
+            failure = ElementTree.SubElement(case, "failure", message=v.message)
+            failure.text = f"line {v.line}, col {v.col}, {v.message}"
+    ElementTree.indent(suites)
+    body = ElementTree.tostring(suites, encoding="unicode")
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n'
+
+
+def _uri(path: str, root: str) -> str:
+    """A path relative to ``root`` where it lies inside it (what code scanning expects)."""
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute, root)
+    if relative.startswith(".."):
+        return Path(absolute).as_uri()
+    return Path(relative).as_posix()
+
+
+def _region(line: int, col: int, end_line: int, end_col: int) -> dict:
+    return {"startLine": line, "startColumn": col, "endLine": end_line, "endColumn": end_col}
+
+
+def _sarif_rule(code: str) -> dict:
+    rule = all_rules()[code]
+    docs = rule.documentation()
+    return {
+        "id": code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary()},
+        "fullDescription": {"text": docs},
+        "help": {"text": docs, "markdown": docs},
+        "defaultConfiguration": {"level": "error"},
+        "properties": {"tags": ["portability"]},
+    }
+
+
+def _sarif_fix(v: Violation, uri: str) -> list[dict]:
+    if v.fix is None or not v.fix.edits:
+        return []
+    replacements = [
+        {
+            "deletedRegion": _region(e.line, e.col, e.end_line, e.end_col),
+            "insertedContent": {"text": e.content},
+        }
+        for e in v.fix.edits
+    ]
+    return [
+        {
+            "description": {"text": f"{v.fix.message} ({v.fix.applicability})"},
+            "artifactChanges": [{"artifactLocation": {"uri": uri}, "replacements": replacements}],
+        }
+    ]
+
+
+def sarif_report(violations: list[Violation], root: str) -> str:
+    """SARIF 2.1.0, as GitHub code scanning takes it: rules with help, results, fixes.
+
+    Files that could not be read or parsed are tool notifications, not results of a rule.
+    """
+    root = os.path.abspath(root)
+    codes = sorted(all_rules())
+    index = {code: i for i, code in enumerate(codes)}
+    results, notifications = [], []
+    for v in violations:
+        uri = _uri(v.path, root)
+        location = {
+            "physicalLocation": {
+                "artifactLocation": {"uri": uri},
+                "region": _region(v.line, v.col, v.end_line or v.line, v.end_col or v.col),
+            }
+        }
+        if v.code is None:
+            notifications.append(
+                {"level": "error", "message": {"text": v.message}, "locations": [location]}
+            )
+            continue
+        result = {
+            "ruleId": v.code,
+            "ruleIndex": index[v.code],
+            "level": "error",
+            "message": {"text": v.message},
+            "locations": [location],
+            "properties": {"confidence": v.confidence},
+        }
+        fixes = _sarif_fix(v, uri)
+        if fixes:
+            result["fixes"] = fixes
+        results.append(result)
+    run = {
+        "tool": {
+            "driver": {
+                "name": "portlint",
+                "version": __version__,
+                "rules": [_sarif_rule(code) for code in codes],
+            }
+        },
+        "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notifications}],
+        "results": results,
+    }
+    document = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+    return json.dumps(document, indent=2) + "\n"

@@ -1,0 +1,96 @@
+from portlint.analysis.cuda_refs import CudaApiRule
+from portlint.cuda_api import STREAMS
+from portlint.rule import Invalid
+
+
+class CudaStreamApi(CudaApiRule):
+    """CUDA-only streams and events: `torch.cuda.Stream`, `Event`, `current_stream()`, `stream()`.
+
+    ## What it does
+    Reports `torch.cuda.Stream`, `torch.cuda.Event`, `torch.cuda.current_stream`,
+    `torch.cuda.set_stream` and `torch.cuda.stream(...)`, however they are imported. Type
+    annotations are not reported (nothing runs on a device there; the objects behind them are
+    what the other findings change), nor assignments that patch `torch.cuda` itself. Only APIs whose replacement exists in `target-torch-version` are
+    reported. Silent inside CUDA-only platform guards and in `cuda-only-paths`.
+
+    ## Why is this bad?
+    Streams and events are not CUDA things: every accelerator has them, and since torch 2.4
+    `torch.Stream` and `torch.Event` are the device-generic types (`with stream:` since 2.7,
+    `torch.accelerator.current_stream()`/`set_stream()` since 2.6). Code written against
+    `torch.cuda` has to be duplicated for `torch.xpu`, `torch.npu`, ... or fails there.
+
+    ## Example
+    ```python
+    side = torch.cuda.Stream()
+    done = torch.cuda.Event()
+    with torch.cuda.stream(side):
+        work()
+    ```
+
+    Use instead:
+    ```python
+    side = torch.Stream()
+    done = torch.Event()
+    with side:
+        work()
+    ```
+
+    ## Fix safety
+    Unsafe throughout. `torch.Stream` and `torch.accelerator.current_stream()` have no
+    `.cuda_stream` (code passing the raw handle to a CUDA library breaks); `torch.Event` takes its
+    flags by keyword (the fix names them) and has no IPC handle; `torch.accelerator.set_stream`
+    rejects `None`; `with torch.cuda.stream(s):` becomes `with s:`, which raises where `s` may be
+    `None`.
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.Stream.html
+    - https://pytorch.org/docs/stable/generated/torch.Event.html
+    - https://pytorch.org/docs/stable/accelerator.html
+    """
+
+    code = "PORT402"
+    name = "cuda-stream-api"
+    family = STREAMS
+
+    VALID = [
+        "import torch\nside = torch.Stream()\n",
+        "import torch\ns = torch.accelerator.current_stream()\n",
+        "stream = get_stream()\nwith stream:\n    pass\n",
+        "import torch\nif current_platform.is_cuda():\n    side = torch.cuda.Stream()\n",
+        "import torch\ndef run(side: torch.cuda.Stream) -> torch.cuda.Event:\n    pass\n",
+        "import torch\ntorch.cuda.Stream = torch.xpu.Stream\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nside = torch.cuda.Stream()\n",
+            2,
+            8,
+            fixed="import torch\nside = torch.Stream()\n",
+        ),
+        Invalid(
+            "import torch\ndone = torch.cuda.Event(True)\n",
+            2,
+            8,
+            fixed="import torch\ndone = torch.Event(enable_timing=True)\n",
+        ),
+        Invalid(
+            "import torch\nwith torch.cuda.stream(side):\n    pass\n",
+            2,
+            6,
+            fixed="import torch\nwith side:\n    pass\n",
+        ),
+        Invalid(
+            "from torch.cuda import current_stream\ns = current_stream()\n",
+            2,
+            5,
+            fixed="import torch\nfrom torch.cuda import current_stream\n"
+            "s = torch.accelerator.current_stream()\n",
+        ),
+        Invalid(
+            "import torch\ntorch.cuda.set_stream(side)\n",
+            2,
+            1,
+            fixed="import torch\ntorch.accelerator.set_stream(side)\n",
+        ),
+        Invalid("import torch\nok = isinstance(side, torch.cuda.Stream)\n", 2, 23),
+    ]
