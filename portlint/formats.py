@@ -134,6 +134,12 @@ def _region(line: int, col: int, end_line: int, end_col: int) -> dict:
     return {"startLine": line, "startColumn": col, "endLine": end_line, "endColumn": end_col}
 
 
+def _section(docs: str, title: str) -> str:
+    """The text of one ``## title`` section of a rule's documentation."""
+    after = docs.split(f"## {title}\n", 1)[-1]
+    return after.split("\n## ", 1)[0].strip()
+
+
 def _sarif_rule(code: str) -> dict:
     rule = all_rules()[code]
     docs = rule.documentation()
@@ -141,7 +147,7 @@ def _sarif_rule(code: str) -> dict:
         "id": code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary()},
-        "fullDescription": {"text": docs},
+        "fullDescription": {"text": _section(docs, "What it does")},
         "help": {"text": docs, "markdown": docs},
         "defaultConfiguration": {"level": "error"},
         "properties": {"tags": ["portability"]},

@@ -45,8 +45,10 @@ def summary(violations: list[Violation], fixed: int = 0, unsafe_fixes: bool = Fa
         option = "`--fix --unsafe-fixes`" if unsafe_fixes else "`--fix`"
         lines.append(f"[*] {safe} fixable with {option}.")
     if hidden:
+        fixes = "fix" if hidden == 1 else "fixes"
         lines.append(
-            f"No fixes available ({hidden} hidden fixes can be enabled with the `--unsafe-fixes` option)."
+            f"No fixes available ({hidden} hidden {fixes} can be enabled with the "
+            "`--unsafe-fixes` option)."
         )
     return "\n".join(lines)
 
