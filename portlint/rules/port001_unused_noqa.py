@@ -49,6 +49,7 @@ class UnusedNoqa(Rule):
         "x = 1  # noqa\n",
         "x = 1  # noqa: E501\n",
         "# portlint: noqa: PORT101\nx = 1\n",
+        "x = 1  # noqa: PORT101, PORT001\n",
     ]
     INVALID = [
         Invalid("x = 1  # noqa: PORT101\n", 1, 8, fixed="x = 1\n"),
@@ -80,8 +81,8 @@ class UnusedNoqa(Rule):
         found = []
         lines = split_lines(source)
         for directive in directives(source)[0].values():
-            if directive.codes is None:
-                continue
+            if directive.codes is None or cls.code in directive.codes:
+                continue  # a bare `# noqa`, or one that suppresses this rule too
             ours = [c for c in directive.codes if PORTLINT_CODE.fullmatch(c) and c != cls.code]
             groups = {
                 "unused": [c for c in ours if c in enabled and (directive.line, c) not in used],

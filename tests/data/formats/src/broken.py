@@ -1,0 +1,4 @@
+import torch
+
+def broken(:
+    torch.cuda.synchronize()
