@@ -14,7 +14,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from portlint.rule import Violation
+from portlint.findings import Violation
 
 FORMAT = "portlint-baseline"
 VERSION = 1

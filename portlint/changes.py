@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from portlint.rule import Violation
+from portlint.findings import Violation
 
 HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 WHOLE_FILE = None  # an untracked file: every line is new

@@ -26,7 +26,7 @@ from portlint.engine import (
     read_source,
     write_source,
 )
-from portlint.fix import SAFE
+from portlint.findings import SAFE, Violation
 from portlint.formats import (
     Sources,
     full_report,
@@ -37,7 +37,6 @@ from portlint.formats import (
 )
 from portlint.registry import all_rules
 from portlint.reporters import fixes_report, json_report, statistics, summary, text_report
-from portlint.rule import Violation
 from portlint.suppression import add_noqa
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2

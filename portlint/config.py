@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import libcst as cst
-
+from portlint.catalog import GUARDABLE
 from portlint.cuda_api import parse_version
-from portlint.registry import all_rules, expand_selector
+from portlint.registry import expand_selector
 from portlint.settings import Settings
 
 if sys.version_info >= (3, 11):
@@ -104,7 +104,7 @@ def load_settings(config_path: Path | None, overrides: Overrides, cwd: Path) -> 
         stream_functions=tuple(table.get("stream-functions", [])),
         guard_functions=tuple(table.get("guard-functions", [])),
         cuda_only_paths=tuple(table.get("cuda-only-paths", [])),
-        guardable_codes=frozenset(code for code, rule in all_rules().items() if rule.guardable),
+        guardable_codes=GUARDABLE,
         device_expression=table.get("device-expression", ""),
         target_torch_version=_target_torch_version(overrides, table, document, where),
     )
@@ -173,8 +173,8 @@ def _validate(table: dict[str, Any], path: Path) -> None:
         raise ConfigError(f"{path}: [tool.portlint] device-expression must be a string")
     if expression:
         try:
-            cst.parse_expression(expression)
-        except cst.ParserSyntaxError:
+            ast.parse(expression, mode="eval")
+        except SyntaxError:
             raise ConfigError(
                 f"{path}: [tool.portlint] device-expression is not a Python expression: {expression!r}"
             ) from None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from portlint.fix import SAFE, UNSAFE
+from portlint.findings import SAFE, UNSAFE
 
 Version = tuple[int, int]
 

@@ -1,11 +1,12 @@
 """The pipeline: read → text gate → parse once → one batched visit of every rule → noqa.
 
+Parsing and visiting live in :mod:`portlint.visit`, imported only when a file needs them.
+
 The API returns results and never prints; the CLI does the printing.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import io
 import os
@@ -18,16 +19,9 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper
-
-from portlint.analysis.guards import GuardAnalysis
-from portlint.fix import SAFE, Fix, apply_edits, overlaps
-from portlint.registry import all_rules
-from portlint.rule import FileContext, Rule, Violation
-from portlint.rules.port001_unused_noqa import UnusedNoqa
+from portlint.catalog import codes_with_triggers_in
+from portlint.findings import SAFE, Fix, Violation, apply_edits, overlaps
 from portlint.settings import Settings
-from portlint.suppression import apply_suppressions
 
 # Below this many files to parse, a process pool costs more to start than it saves.
 MIN_FILES_PER_WORKER = 8
@@ -115,58 +109,21 @@ def _line_col(data: bytes, offset: int) -> tuple[int, int]:
     return line, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
 
 
-def rules_for(source: str, codes: frozenset[str]) -> list[type[Rule]]:
-    """The text gate: the enabled rules with at least one trigger string in ``source``."""
-    return [
-        rule
-        for code, rule in all_rules().items()
-        if code in codes and any(trigger in source for trigger in rule.triggers)
-    ]
-
-
 def lint_source(
     path: str, source: str, settings: Settings, *, fix_edits: bool = True
 ) -> list[Violation]:
     """Lint one file's text: findings after suppressions, or one diagnostic if it does not parse.
 
-    With ``fix_edits=False`` fixes carry their applicability and message but no edits.
+    With ``fix_edits=False`` fixes carry their applicability and message but no edits. A file
+    with no trigger string of an enabled rule is not parsed, and LibCST is not even imported.
     """
     enabled = settings.codes_for(path)
-    rules = rules_for(source, enabled)
-    if not rules:
+    codes = codes_with_triggers_in(source, enabled)
+    if not codes:
         return []
-    visiting = [rule for rule in rules if rule is not UnusedNoqa]
-    violations: list[Violation] = []
-    if visiting:
-        try:
-            module = cst.parse_module(source)
-        except cst.ParserSyntaxError as error:
-            return [_syntax_error(path, source, error)]
-        violations = _visit(path, module, visiting, settings, fix_edits)
-    kept, used = apply_suppressions(violations, source)
-    if UnusedNoqa in rules:
-        kept += UnusedNoqa.check(path, source, used, enabled)
-    return sorted(kept)
+    from portlint.visit import lint_parsed  # LibCST and the rules: only for files that need them
 
-
-def _visit(
-    path: str, module: cst.Module, rules: list[type[Rule]], settings: Settings, fix_edits: bool
-) -> list[Violation]:
-    """Every rule in one batched visit, then the guarded findings of guardable rules dropped."""
-    context = FileContext(path, settings, fix_edits=fix_edits)
-    visitors: list[cst.BatchableCSTVisitor] = [rule(context) for rule in rules]
-    guardable = {rule.code for rule in rules if rule.guardable}
-    guards = GuardAnalysis(settings.guard_functions) if guardable else None
-    MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(
-        visitors + ([guards] if guards else [])
-    )
-    if guards is None:
-        return context.violations
-    return [
-        v
-        for v in context.violations
-        if v.code not in guardable or not guards.is_guarded(v.line, v.col - 1)
-    ]
+    return lint_parsed(path, source, settings, codes, enabled, fix_edits)
 
 
 @dataclass
@@ -184,6 +141,8 @@ def _applicable(violation: Violation, unsafe: bool) -> Fix | None:
 
 def fix_source(path: str, source: str, settings: Settings, unsafe: bool = False) -> FixResult:
     """Apply the fixes of ``source``'s findings, round after round, checking each one parses."""
+    from portlint.visit import parses
+
     result = FixResult(source)
     for _ in range(MAX_FIX_ROUNDS):
         result.violations = lint_source(path, result.source, settings)
@@ -196,9 +155,7 @@ def fix_source(path: str, source: str, settings: Settings, unsafe: bool = False)
         # From the end of the file back, so each fix's line numbers still hold when it is applied.
         for violation, fix in sorted(chosen, key=lambda pair: pair[1].edits, reverse=True):
             candidate = apply_edits(result.source, list(fix.edits))
-            try:
-                cst.parse_module(candidate)
-            except cst.ParserSyntaxError:
+            if not parses(candidate):
                 result.dropped.append(
                     f"{path}:{violation.line}: {violation.code}: the fixed code would not parse"
                 )
@@ -211,19 +168,6 @@ def fix_source(path: str, source: str, settings: Settings, unsafe: bool = False)
     else:
         result.violations = lint_source(path, result.source, settings)
     return result
-
-
-def _syntax_error(path: str, source: str, error: cst.ParserSyntaxError) -> Violation:
-    """Python's own account of the error where it has one: it names the cause more plainly."""
-    try:
-        ast.parse(source, filename=path)
-    except SyntaxError as python_error:
-        line, col = python_error.lineno or 1, python_error.offset or 1
-        return Violation(path, line, col, None, f"SyntaxError: {python_error.msg}")
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    message = f"SyntaxError: {error.message.splitlines()[0]}"
-    return Violation(path, error.editor_line, error.editor_column, None, message)
 
 
 Job = tuple[str, str, Settings, bool]  # path, source, settings, fix_edits
@@ -254,7 +198,7 @@ def lint_files(
         except SourceError as error:
             result.violations.append(error.violation)
             continue
-        if rules_for(source, settings.codes_for(path)):
+        if codes_with_triggers_in(source, settings.codes_for(path)):
             work.append((path, source, settings, fix_edits))
     result.files_parsed = len(work)
     for violations, error in _run(work, jobs or os.cpu_count() or 1, progress):

@@ -7,30 +7,11 @@ LibCST (so indentation and formatting stay right) and turns the difference into 
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 
 import libcst as cst
 
-SAFE, UNSAFE = "safe", "unsafe"
-
-
-@dataclass(frozen=True, order=True)
-class Edit:
-    """Replace lines ``line`` .. ``end_line - 1`` (1-based, whole lines) with ``content``."""
-
-    line: int
-    col: int
-    end_line: int
-    end_col: int
-    content: str
-
-
-@dataclass(frozen=True, order=True)
-class Fix:
-    applicability: str  # SAFE or UNSAFE
-    message: str
-    edits: tuple[Edit, ...]
+from portlint.findings import Fix, line_edits
 
 
 @dataclass
@@ -117,40 +98,7 @@ def _import_position(body: list) -> int:
     return at
 
 
-def split_lines(text: str) -> list[str]:
-    """Lines with their ends, split at "\n" only (as LibCST counts lines; "\r\n" stays whole)."""
-    parts = text.split("\n")
-    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
-
-
-def line_edits(old: str, new: str) -> tuple[Edit, ...]:
-    old_lines = split_lines(old)
-    new_lines = split_lines(new)
-    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
-    return tuple(
-        Edit(i1 + 1, 1, i2 + 1, 1, "".join(new_lines[j1:j2]))
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-        if tag != "equal"
-    )
-
-
 def build_fix(module: cst.Module, rewrite: Rewrite, applicability: str, message: str) -> Fix | None:
     new_code = module.visit(_Rewriter(rewrite)).code
     edits = line_edits(module.code, new_code)
     return Fix(applicability, message, edits) if edits else None
-
-
-def apply_edits(source: str, edits: list[Edit]) -> str:
-    """Apply non-overlapping line edits (as made by :func:`line_edits` on ``source``)."""
-    lines = split_lines(source)
-    for edit in sorted(edits, reverse=True):
-        lines[edit.line - 1 : edit.end_line - 1] = [edit.content] if edit.content else []
-    return "".join(lines)
-
-
-def overlaps(a: Fix, b: Fix) -> bool:
-    return any(
-        x.line < y.end_line and y.line < x.end_line or x.line == y.line
-        for x in a.edits
-        for y in b.edits
-    )

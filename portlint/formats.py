@@ -13,9 +13,9 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from portlint import __version__
-from portlint.registry import all_rules
+from portlint.catalog import CATALOG
+from portlint.findings import Violation
 from portlint.reporters import json_items, label
-from portlint.rule import Violation
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SYNTAX_ERROR = "syntax-error"
@@ -141,6 +141,8 @@ def _section(docs: str, title: str) -> str:
 
 
 def _sarif_rule(code: str) -> dict:
+    from portlint.registry import all_rules  # the rules' documentation
+
     rule = all_rules()[code]
     docs = rule.documentation()
     return {
@@ -178,7 +180,7 @@ def sarif_report(violations: list[Violation], root: str) -> str:
     Files that could not be read or parsed are tool notifications, not results of a rule.
     """
     root = os.path.abspath(root)
-    codes = sorted(all_rules())
+    codes = sorted(CATALOG)
     index = {code: i for i, code in enumerate(codes)}
     results, notifications = [], []
     for v in violations:

@@ -5,14 +5,20 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from typing import TYPE_CHECKING
 
-import portlint.rules
-from portlint.rule import Rule
+from portlint.catalog import CATALOG
+
+if TYPE_CHECKING:
+    from portlint.rule import Rule
 
 
 @functools.cache
 def all_rules() -> dict[str, type[Rule]]:
-    """Every rule, by code, in code order."""
+    """Every rule, by code, in code order (this imports LibCST and every rule module)."""
+    import portlint.rules
+    from portlint.rule import Rule
+
     found: dict[str, type[Rule]] = {}
     for module_info in pkgutil.iter_modules(portlint.rules.__path__):
         module = importlib.import_module(f"portlint.rules.{module_info.name}")
@@ -33,7 +39,7 @@ def expand_selector(selector: str) -> set[str]:
 
     Raises ``KeyError`` for a selector that names no rule.
     """
-    codes = all_rules()
+    codes = CATALOG
     if selector.upper() == "ALL":
         return set(codes)
     matched = {code for code in codes if code.startswith(selector.upper())}

@@ -6,9 +6,8 @@ import json
 import os
 from collections import Counter
 
-from portlint.fix import SAFE, Fix
-from portlint.registry import all_rules
-from portlint.rule import Violation
+from portlint.catalog import CATALOG
+from portlint.findings import SAFE, Fix, Violation
 
 
 def label(violation: Violation) -> str:
@@ -57,22 +56,20 @@ def fixes_report(applied: Counter[tuple[str, str]]) -> str:
     """What ``--show-fixes`` prints: per file, how many fixes of each code were applied."""
     if not applied:
         return "No errors fixed.\n"
-    rules = all_rules()
     lines = [f"Fixed {sum(applied.values())} error{'s' if sum(applied.values()) != 1 else ''}:"]
     for path in sorted({p for p, _ in applied}):
         lines.append(f"- {path}:")
         for (p, code), count in sorted(applied.items()):
             if p == path:
-                lines.append(f"    {count} × {code} ({rules[code].name})")
+                lines.append(f"    {count} × {code} ({CATALOG[code].name})")
     return "\n".join(lines) + "\n"
 
 
 def statistics(violations: list[Violation]) -> str:
     counts = Counter(v.code or "syntax-error" for v in violations)
-    rules = all_rules()
     rows = []
     for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        name = rules[code].name if code in rules else "file could not be parsed or read"
+        name = CATALOG[code].name if code in CATALOG else "file could not be parsed or read"
         rows.append(f"{count:>6}  {code:<12} {name}")
     return "\n".join(rows) + ("\n" if rows else "")
 

@@ -9,27 +9,10 @@ from typing import ClassVar
 import libcst as cst
 from libcst.metadata import PositionProvider, ProviderT
 
-from portlint.fix import Fix, Rewrite, build_fix
+from portlint.catalog import CATALOG
+from portlint.findings import Fix, Violation
+from portlint.fix import Rewrite, build_fix
 from portlint.settings import Settings
-
-
-@dataclass(frozen=True, order=True)
-class Violation:
-    """One finding. Lines are 1-based, columns 1-based (as ruff prints them).
-
-    ``code`` is None for a file that could not be read or parsed; ``message`` then says why.
-    ``confidence`` is "certain" where the rule can tell, "likely" where the finding needs a look.
-    """
-
-    path: str
-    line: int
-    col: int
-    code: str | None
-    message: str
-    end_line: int = 0
-    end_col: int = 0
-    confidence: str = "certain"
-    fix: Fix | None = None
 
 
 @dataclass(frozen=True)
@@ -60,23 +43,29 @@ class FileContext:
 class Rule(cst.BatchableCSTVisitor):
     """Base class of every rule.
 
-    A subclass sets ``code``, ``name``, ``triggers`` (strings of which at least one must occur in
-    a file's text for the rule to run on it at all) and its inline ``VALID`` and ``INVALID`` cases,
+    A subclass sets ``code`` (its name, triggers and ``guardable`` come from the catalog) and its
+    inline ``VALID`` and ``INVALID`` cases,
     and writes ``visit_*``/``leave_*`` methods that call :meth:`report`. Its docstring is its
     documentation, with the sections What it does / Why is this bad? / Example / Fix safety /
     References.
     """
 
     code: ClassVar[str]
+    # From the catalog (portlint/catalog.py), by code: name, triggers, guardable.
     name: ClassVar[str]
     triggers: ClassVar[tuple[str, ...]]
-    # A device rule: silent inside CUDA-only guards and in the configured cuda-only-paths.
     guardable: ClassVar[bool] = False
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[Invalid]] = []
     # Other rules enabled while the inline cases run (a rule about other rules' findings).
     CASES_ALSO_SELECT: ClassVar[tuple[str, ...]] = ()
     METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = (PositionProvider,)
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "code" in cls.__dict__:
+            entry = CATALOG[cls.code]
+            cls.name, cls.triggers, cls.guardable = entry.name, entry.triggers, entry.guardable
 
     def __init__(self, context: FileContext) -> None:
         super().__init__()

@@ -11,7 +11,7 @@ import re
 import tokenize
 from dataclasses import dataclass
 
-from portlint.rule import Violation
+from portlint.findings import Violation
 
 _CODES = r"[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*"
 LINE_NOQA = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{_CODES}))?", re.IGNORECASE)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from portlint.engine import lint_source
-from portlint.rule import Violation
+from portlint.findings import Violation
 from portlint.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent

@@ -161,7 +161,9 @@ def test_since_reports_only_findings_on_changed_lines(formats):
     git(formats, "add", ".")
     git(formats, "commit", "-qm", "start")
     step = formats / "src" / "step.py"
-    step.write_text(step.read_text().replace("    return x + y", "    z = x.cuda()\n    return x + y"))
+    step.write_text(
+        step.read_text().replace("    return x + y", "    z = x.cuda()\n    return x + y")
+    )
     (formats / "src" / "new.py").write_text("import torch\nd = torch.device('cuda')\n")
     result = run_cli("check", "src", "--since", "HEAD", "-q", cwd=formats)
     assert result.returncode == 1

@@ -9,7 +9,8 @@ import pytest
 from portlint import engine
 from portlint.config import Overrides, load_settings
 from portlint.discovery import discover
-from portlint.engine import lint_files, rules_for
+from portlint.catalog import CATALOG, codes_with_triggers_in
+from portlint.engine import lint_files
 from portlint.registry import all_rules
 
 BUGGY = 'import torch\nd = torch.device("cuda")\n'
@@ -112,10 +113,33 @@ def test_text_gate_skips_files_without_trigger_strings(tmp_path):
 
 def test_text_gate_selects_rules_per_file():
     codes = frozenset(all_rules())
-    assert [r.code for r in rules_for("x.cuda()", codes)] == ["PORT102"]
-    assert [r.code for r in rules_for("y = x.new_zeros(3)", codes)] == ["PORT201"]
-    assert rules_for("import torch", codes) == []
-    assert rules_for('torch.device("cuda")', frozenset({"PORT102"})) == []
+    assert codes_with_triggers_in("x.cuda()", codes) == ["PORT102"]
+    assert codes_with_triggers_in("y = x.new_zeros(3)", codes) == ["PORT201"]
+    assert codes_with_triggers_in("import torch", codes) == []
+    assert codes_with_triggers_in('torch.device("cuda")', frozenset({"PORT102"})) == []
+
+
+def test_the_catalog_and_the_rules_agree():
+    """Every rule module has a catalog entry and every entry a rule, with that name."""
+    assert {code: rule.name for code, rule in all_rules().items()} == {
+        code: entry.name for code, entry in CATALOG.items()
+    }
+
+
+def test_a_run_that_parses_nothing_does_not_import_libcst(tmp_path):
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    script = (
+        "import sys; from portlint.cli import main\n"
+        "try:\n    main(['check', 'plain.py'])\n"
+        "except SystemExit as exit:\n    print(exit.code, 'libcst' in sys.modules)\n"
+    )
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.stdout.splitlines()[-1] == "0 False"
 
 
 def test_parallel_run_finds_the_same_as_a_serial_one(tmp_path):

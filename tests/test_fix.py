@@ -9,8 +9,7 @@ import stat
 
 from portlint import engine
 from portlint.engine import fix_source
-from portlint.fix import UNSAFE, Edit, Fix
-from portlint.rule import Violation
+from portlint.findings import UNSAFE, Edit, Fix, Violation
 from portlint.settings import Settings
 from tests.helpers import REPO, run_cli
 

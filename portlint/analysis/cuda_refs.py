@@ -30,7 +30,8 @@ from portlint.cuda_api import (
     format_version,
     lookup,
 )
-from portlint.fix import Fix, Rewrite
+from portlint.findings import Fix
+from portlint.fix import Rewrite
 from portlint.rule import Rule
 
 GROUP_FUNCTIONS = {  # qualified name -> position of `backend`
@@ -142,8 +143,6 @@ class CudaApiRule(Rule):
     """The PORT4xx family: one rule per ``family`` of :mod:`portlint.cuda_api`."""
 
     family: ClassVar[str]
-    triggers = ("torch.cuda", "import cuda", ".cuda.", ".is_cuda", "nccl", "NCCL")
-    guardable = True
     METADATA_DEPENDENCIES = (
         *Rule.METADATA_DEPENDENCIES,
         CudaReferenceProvider,

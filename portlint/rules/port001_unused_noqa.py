@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from portlint.fix import SAFE, Edit, Fix, split_lines
+from portlint.findings import SAFE, Edit, Fix, Violation, split_lines
 from portlint.registry import all_rules
-from portlint.rule import Invalid, Rule, Violation
+from portlint.rule import Invalid, Rule
 from portlint.suppression import PORTLINT_CODE, Directive, directives
 
 
@@ -40,8 +40,6 @@ class UnusedNoqa(Rule):
     """
 
     code = "PORT001"
-    name = "unused-noqa"
-    triggers = ("noqa", "NOQA", "NoQA")
 
     CASES_ALSO_SELECT = ("PORT101", "PORT409")
     VALID = [

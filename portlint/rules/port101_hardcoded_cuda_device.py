@@ -10,7 +10,8 @@ from portlint.analysis.names import (
     positional,
     resolves_to,
 )
-from portlint.fix import UNSAFE, Rewrite
+from portlint.findings import UNSAFE
+from portlint.fix import Rewrite
 from portlint.rule import Invalid, Rule
 
 TORCH_DEVICE = ("torch.device",)
@@ -63,9 +64,6 @@ class HardcodedCudaDevice(Rule):
     """
 
     code = "PORT101"
-    name = "hardcoded-cuda-device"
-    triggers = ('"cuda', "'cuda")
-    guardable = True
     METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, QualifiedNameProvider, ParentNodeProvider)
 
     VALID = [

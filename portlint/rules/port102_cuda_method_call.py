@@ -3,7 +3,8 @@ from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
 
 from portlint.analysis.device_scope import device_in_scope
 from portlint.analysis.names import method_name, qualified_names
-from portlint.fix import UNSAFE, Rewrite
+from portlint.findings import UNSAFE
+from portlint.fix import Rewrite
 from portlint.rule import Invalid, Rule
 
 
@@ -44,9 +45,6 @@ class CudaMethodCall(Rule):
     """
 
     code = "PORT102"
-    name = "cuda-method-call"
-    triggers = (".cuda(",)
-    guardable = True
     METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, QualifiedNameProvider, ParentNodeProvider)
 
     VALID = [

@@ -6,7 +6,8 @@ from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
 from portlint.analysis.device_scope import walk
 from portlint.analysis.dtypes import NEW_METHODS, Int64Origin, Int64Provider
 from portlint.analysis.names import dotted_name, keyword, method_name, qualified_names
-from portlint.fix import UNSAFE, Rewrite
+from portlint.findings import UNSAFE
+from portlint.fix import Rewrite
 from portlint.rule import Invalid, Rule
 
 # Words naming what an integer tensor holds: a buffer of the same kind as its source (token ids
@@ -81,8 +82,6 @@ class NewTensorInheritsInt64(Rule):
     """
 
     code = "PORT201"
-    name = "new-tensor-inherits-int64"
-    triggers = tuple(sorted(NEW_METHODS))
     METADATA_DEPENDENCIES = (
         *Rule.METADATA_DEPENDENCIES,
         Int64Provider,

@@ -52,8 +52,6 @@ class ImplicitInt64IntoTriton(Rule):
     """
 
     code = "PORT202"
-    name = "implicit-int64-into-triton"
-    triggers = ("triton.jit", "import jit")
     METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, QualifiedNameProvider, Int64Provider)
 
     KERNEL = "import torch\nimport triton\n@triton.jit\ndef k(x_ptr, n):\n    pass\n"

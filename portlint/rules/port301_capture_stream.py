@@ -9,7 +9,8 @@ from portlint.analysis.capture import CaptureRegion, CaptureRegionProvider
 from portlint.analysis.device_scope import walk
 from portlint.analysis.names import argument, dotted_name, imported_names, qualified_names
 from portlint.analysis.streams import NOT_WARMUPS, STREAM_CONTEXTS, StreamSource, stream_source
-from portlint.fix import UNSAFE, Rewrite
+from portlint.findings import UNSAFE
+from portlint.fix import Rewrite
 from portlint.rule import Invalid, Rule
 
 Position = tuple[int, int]
@@ -112,8 +113,6 @@ class CaptureStreamNotWarmed(Rule):
     """
 
     code = "PORT301"
-    name = "capture-stream-not-warmed"
-    triggers = ("graph(", "cuda import")
     METADATA_DEPENDENCIES = (
         *Rule.METADATA_DEPENDENCIES,
         QualifiedNameProvider,

@@ -52,8 +52,6 @@ class StreamSwitchInCapture(Rule):
     """
 
     code = "PORT302"
-    name = "stream-switch-in-capture"
-    triggers = ("graph(", "capture_begin")
     METADATA_DEPENDENCIES = (
         *Rule.METADATA_DEPENDENCIES,
         QualifiedNameProvider,

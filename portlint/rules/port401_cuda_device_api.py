@@ -47,7 +47,6 @@ class CudaDeviceApi(CudaApiRule):
     """
 
     code = "PORT401"
-    name = "cuda-device-api"
     family = DEVICE
 
     VALID = [

@@ -49,7 +49,6 @@ class CudaStreamApi(CudaApiRule):
     """
 
     code = "PORT402"
-    name = "cuda-stream-api"
     family = STREAMS
 
     VALID = [

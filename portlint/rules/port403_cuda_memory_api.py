@@ -41,7 +41,6 @@ class CudaMemoryApi(CudaApiRule):
     """
 
     code = "PORT403"
-    name = "cuda-memory-api"
     family = MEMORY
 
     VALID = [

@@ -35,7 +35,6 @@ class CudaRngApi(CudaApiRule):
     """
 
     code = "PORT404"
-    name = "cuda-rng-api"
     family = RNG
 
     VALID = [

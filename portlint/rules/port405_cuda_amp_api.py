@@ -40,7 +40,6 @@ class CudaAmpApi(CudaApiRule):
     """
 
     code = "PORT405"
-    name = "cuda-amp-api"
     family = AUTOCAST
 
     VALID = [

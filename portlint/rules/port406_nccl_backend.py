@@ -38,7 +38,6 @@ class NcclBackend(CudaApiRule):
     """
 
     code = "PORT406"
-    name = "nccl-backend"
     family = DISTRIBUTED
 
     VALID = [

@@ -42,7 +42,6 @@ class CudaGraphApi(CudaApiRule):
     """
 
     code = "PORT407"
-    name = "cuda-graph-api"
     family = GRAPHS
 
     VALID = [

@@ -36,7 +36,6 @@ class NvtxRange(CudaApiRule):
     """
 
     code = "PORT408"
-    name = "nvtx-range"
     family = PROFILING
 
     VALID = [

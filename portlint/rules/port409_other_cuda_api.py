@@ -43,7 +43,6 @@ class OtherCudaApi(CudaApiRule):
     """
 
     code = "PORT409"
-    name = "other-cuda-api"
     family = OTHER
 
     VALID = [

@@ -1,0 +1,79 @@
+"""Findings and their fixes as plain data: what the engine, the cache and the reporters pass
+around. Nothing here imports LibCST, so a run that parses nothing never loads it."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+SAFE, UNSAFE = "safe", "unsafe"
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace lines ``line`` .. ``end_line - 1`` (1-based, whole lines) with ``content``."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    content: str
+
+
+@dataclass(frozen=True, order=True)
+class Fix:
+    applicability: str  # SAFE or UNSAFE
+    message: str
+    edits: tuple[Edit, ...]
+
+
+@dataclass(frozen=True, order=True)
+class Violation:
+    """One finding. Lines are 1-based, columns 1-based (as ruff prints them).
+
+    ``code`` is None for a file that could not be read or parsed; ``message`` then says why.
+    ``confidence`` is "certain" where the rule can tell, "likely" where the finding needs a look.
+    """
+
+    path: str
+    line: int
+    col: int
+    code: str | None
+    message: str
+    end_line: int = 0
+    end_col: int = 0
+    confidence: str = "certain"
+    fix: Fix | None = None
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their ends, split at "\n" only (as LibCST counts lines; "\r\n" stays whole)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def line_edits(old: str, new: str) -> tuple[Edit, ...]:
+    old_lines = split_lines(old)
+    new_lines = split_lines(new)
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    return tuple(
+        Edit(i1 + 1, 1, i2 + 1, 1, "".join(new_lines[j1:j2]))
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag != "equal"
+    )
+
+
+def apply_edits(source: str, edits: list[Edit]) -> str:
+    """Apply non-overlapping line edits (as made by :func:`line_edits` on ``source``)."""
+    lines = split_lines(source)
+    for edit in sorted(edits, reverse=True):
+        lines[edit.line - 1 : edit.end_line - 1] = [edit.content] if edit.content else []
+    return "".join(lines)
+
+
+def overlaps(a: Fix, b: Fix) -> bool:
+    return any(
+        x.line < y.end_line and y.line < x.end_line or x.line == y.line
+        for x in a.edits
+        for y in b.edits
+    )

@@ -1,0 +1,84 @@
+"""Parse once, visit once: every rule that a file's text triggers, in one batched LibCST visit.
+
+Imported by the engine only for files that pass the text gate.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+from portlint.analysis.guards import GuardAnalysis
+from portlint.findings import Violation
+from portlint.registry import all_rules
+from portlint.rule import FileContext, Rule
+from portlint.rules.port001_unused_noqa import UnusedNoqa
+from portlint.settings import Settings
+from portlint.suppression import apply_suppressions
+
+
+def lint_parsed(
+    path: str,
+    source: str,
+    settings: Settings,
+    codes: list[str],
+    enabled: frozenset[str],
+    fix_edits: bool,
+) -> list[Violation]:
+    """Run the rules ``codes`` on ``source``, apply suppressions, then check unused ``noqa``."""
+    rules = [all_rules()[code] for code in codes]
+    visiting = [rule for rule in rules if rule is not UnusedNoqa]
+    violations: list[Violation] = []
+    if visiting:
+        try:
+            module = cst.parse_module(source)
+        except cst.ParserSyntaxError as error:
+            return [_syntax_error(path, source, error)]
+        violations = _visit(path, module, visiting, settings, fix_edits)
+    kept, used = apply_suppressions(violations, source)
+    if UnusedNoqa in rules:
+        kept += UnusedNoqa.check(path, source, used, enabled)
+    return sorted(kept)
+
+
+def _visit(
+    path: str, module: cst.Module, rules: list[type[Rule]], settings: Settings, fix_edits: bool
+) -> list[Violation]:
+    """Every rule in one batched visit, then the guarded findings of guardable rules dropped."""
+    context = FileContext(path, settings, fix_edits=fix_edits)
+    visitors: list[cst.BatchableCSTVisitor] = [rule(context) for rule in rules]
+    guardable = {rule.code for rule in rules if rule.guardable}
+    guards = GuardAnalysis(settings.guard_functions) if guardable else None
+    MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(
+        visitors + ([guards] if guards else [])
+    )
+    if guards is None:
+        return context.violations
+    return [
+        v
+        for v in context.violations
+        if v.code not in guardable or not guards.is_guarded(v.line, v.col - 1)
+    ]
+
+
+def parses(source: str) -> bool:
+    try:
+        cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return False
+    return True
+
+
+def _syntax_error(path: str, source: str, error: cst.ParserSyntaxError) -> Violation:
+    """Python's own account of the error where it has one: it names the cause more plainly."""
+    try:
+        ast.parse(source, filename=path)
+    except SyntaxError as python_error:
+        line, col = python_error.lineno or 1, python_error.offset or 1
+        return Violation(path, line, col, None, f"SyntaxError: {python_error.msg}")
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    message = f"SyntaxError: {error.message.splitlines()[0]}"
+    return Violation(path, error.editor_line, error.editor_column, None, message)
