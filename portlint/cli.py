@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import sys
@@ -14,6 +15,8 @@ import click
 from portlint import __version__
 from portlint.baseline import BaselineError, new_findings
 from portlint.baseline import write_baseline as write_baseline_file
+from portlint.cache import CACHE_DIR, Cache
+from portlint.cache import clean as clean_cache
 from portlint.changes import ChangesError, changed_lines, on_changed_lines
 from portlint.config import ConfigError, Overrides, find_pyproject, load_settings
 from portlint.discovery import discover, is_excluded
@@ -136,6 +139,12 @@ FORMATS_WITH_EDITS = {"full", "json", "json-lines", "sarif"}
 )
 @click.option("--since", metavar="REV", help="Report only findings on lines changed since REV.")
 @click.option("--add-noqa", is_flag=True, help="Add a `# noqa: CODE` to every line with a finding.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write .portlint_cache/.")
+@click.option(
+    "--no-partial-parse",
+    is_flag=True,
+    help="Parse whole files, not only the functions a rule can report on (slower).",
+)
 @click.option(
     "--stdin-filename",
     metavar="PATH",
@@ -163,6 +172,8 @@ def check(
     since: str | None,
     add_noqa: bool,
     stdin_filename: str | None,
+    no_cache: bool,
+    no_partial_parse: bool,
 ) -> None:
     """Lint PATHS (files or folders; default: the current folder; `-`: stdin)."""
     reading_stdin = [str(p) for p in paths] == ["-"]
@@ -179,6 +190,8 @@ def check(
             target_torch_version=target_torch_version,
         )
         settings = load_settings(config_path, overrides, cwd)
+        if no_partial_parse:
+            settings = dataclasses.replace(settings, partial_parse=False)
         if "-" in map(str, paths) and not reading_stdin:
             raise ConfigError("`-` (stdin) cannot be combined with other paths")
         if sum(map(bool, (fix or diff, add_noqa, write_baseline is not None))) > 1:
@@ -198,8 +211,13 @@ def check(
         click.echo(f"portlint: error: {path}: no such file or folder", err=True)
     progress = _Progress(enabled=not quiet)
     fix_edits = output_format in FORMATS_WITH_EDITS
-    result = lint_files(files, settings, jobs=jobs, progress=progress, fix_edits=fix_edits)
+    # Beside the pyproject.toml found for the paths (the project root), else here.
+    cache_root = cwd if config_file is not None else Path(settings.root)
+    cache = None if no_cache else Cache(cache_root, settings, fix_edits)
+    result = lint_files(files, settings, jobs, progress, fix_edits, cache)
     progress.close()
+    if cache is not None:
+        cache.save()
 
     violations = result.violations
     if changed is not None:
@@ -384,6 +402,13 @@ def _common_folder(paths: list[Path], cwd: Path) -> Path:
     resolved = [(cwd / p).resolve() for p in paths]
     folders = [p if p.is_dir() else p.parent for p in resolved]
     return Path(os.path.commonpath(folders)) if folders else cwd
+
+
+@main.command()
+def clean() -> None:
+    """Remove the cache (.portlint_cache/) of the current folder."""
+    removed = clean_cache(Path.cwd())
+    click.echo(f"Removed {CACHE_DIR}/" if removed else f"No {CACHE_DIR}/ here.")
 
 
 @main.command("rules")

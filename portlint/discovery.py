@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from portlint import gitignore
-from portlint.settings import Settings, matches_glob
+from portlint.settings import Settings, matches_any
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -39,36 +39,52 @@ def is_excluded(path: Path, settings: Settings) -> bool:
     resolved = path.resolve()
     root = Path(settings.root).resolve()
     chain = [resolved, *(p for p in resolved.parents if p == root or root in p.parents)]
-    return any(_excluded(p, settings) for p in chain)
+    return any(matches_any(str(p), settings.exclude, settings.root) for p in chain)
 
 
-def _excluded(path: Path, settings: Settings) -> bool:
-    return any(
-        matches_glob(str(path.resolve()), pattern, settings.root) for pattern in settings.exclude
-    )
-
-
-def _kept(path: Path, is_dir: bool, settings: Settings, patterns: list[gitignore.Pattern]) -> bool:
-    if _excluded(path, settings):
+def _kept(
+    path: str, relative: str, is_dir: bool, settings: Settings, patterns: list[gitignore.Pattern]
+) -> bool:
+    """``path``: absolute and resolved; ``relative``: relative to the settings' root."""
+    if matches_any(path, settings.exclude, settings.root, relative):
         return False
-    return not (patterns and gitignore.is_ignored(path.resolve(), is_dir, patterns))
+    return not (patterns and gitignore.is_ignored(path, is_dir, patterns))
 
 
 def _walk(top: Path, settings: Settings) -> list[Path]:
+    """The Python files under ``top``, as paths under ``top`` (matched in their resolved form)."""
     found: list[Path] = []
+    base = str(top.resolve())
     base_patterns = gitignore.ancestor_patterns(top) if settings.respect_gitignore else []
     patterns_by_dir: dict[str, list[gitignore.Pattern]] = {}
     for folder, dirnames, filenames in os.walk(top):
         here = Path(folder)
+        relative = os.path.relpath(folder, top)
+        resolved = base if relative == "." else os.path.join(base, relative)
+        from_root = os.path.relpath(resolved, settings.root)
+        from_root = "" if from_root == "." else from_root
         patterns = patterns_by_dir.pop(folder, base_patterns)
         if settings.respect_gitignore:
             patterns = patterns + gitignore.parse(here / ".gitignore")
-        dirnames[:] = sorted(d for d in dirnames if _kept(here / d, True, settings, patterns))
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if _kept(
+                os.path.join(resolved, d), os.path.join(from_root, d), True, settings, patterns
+            )
+        )
         for name in dirnames:
             patterns_by_dir[os.path.join(folder, name)] = patterns
         found.extend(
             here / name
             for name in sorted(filenames)
-            if name.endswith(PYTHON_SUFFIXES) and _kept(here / name, False, settings, patterns)
+            if name.endswith(PYTHON_SUFFIXES)
+            and _kept(
+                os.path.join(resolved, name),
+                os.path.join(from_root, name),
+                False,
+                settings,
+                patterns,
+            )  # fmt: skip
         )
     return found

@@ -19,6 +19,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from portlint.cache import Cache, digest
 from portlint.catalog import codes_with_triggers_in
 from portlint.findings import SAFE, Fix, Violation, apply_edits, overlaps
 from portlint.settings import Settings
@@ -47,13 +48,16 @@ class SourceError(Exception):
 
 def read_source(path: str) -> str:
     """The decoded text of ``path`` (PEP 263 encoding declarations honoured)."""
+    return decode_source(path, read_bytes(path))
+
+
+def read_bytes(path: str) -> bytes:
     try:
-        data = Path(path).read_bytes()
+        return Path(path).read_bytes()
     except OSError as error:
         raise SourceError(
             Violation(path, 1, 1, None, f"IOError: {error.strerror or error}")
         ) from None
-    return decode_source(path, data)
 
 
 def decode_source(path: str, data: bytes) -> str:
@@ -173,12 +177,12 @@ def fix_source(path: str, source: str, settings: Settings, unsafe: bool = False)
 Job = tuple[str, str, Settings, bool]  # path, source, settings, fix_edits
 
 
-def _lint_job(job: Job) -> tuple[list[Violation], str | None]:
+def _lint_job(job: Job) -> tuple[str, list[Violation], str | None]:
     path, source, settings, fix_edits = job
     try:
-        return lint_source(path, source, settings, fix_edits=fix_edits), None
+        return path, lint_source(path, source, settings, fix_edits=fix_edits), None
     except Exception as error:  # a crash on one file must not end the run
-        return [], f"{path}: internal error: {type(error).__name__}: {error}"
+        return path, [], f"{path}: internal error: {type(error).__name__}: {error}"
 
 
 def lint_files(
@@ -187,31 +191,52 @@ def lint_files(
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     fix_edits: bool = True,
+    cache: Cache | None = None,
 ) -> RunResult:
-    """Lint ``files``; ``progress(done, total)`` is called as parsed files complete."""
+    """Lint ``files``; ``progress(done, total)`` is called as parsed files complete.
+
+    With a ``cache``, a file whose results it holds is neither read nor parsed; the others are,
+    and their results are stored (the caller saves the cache).
+    """
     result = RunResult(files_checked=len(files))
     work: list[Job] = []
+    digests: dict[str, str] = {}
     for file in files:
         path = str(file)
+        cached = cache.lookup(path) if cache else None
+        if cached is not None:
+            result.violations.extend(cached)
+            continue
         try:
-            source = read_source(path)
+            data = read_bytes(path)
+            source = decode_source(path, data)
         except SourceError as error:
             result.violations.append(error.violation)
             continue
+        if cache:
+            digests[path] = digest(data)
+            cached = cache.lookup_content(path, digests[path])
+            if cached is not None:
+                result.violations.extend(cached)
+                continue
         if codes_with_triggers_in(source, settings.codes_for(path)):
             work.append((path, source, settings, fix_edits))
+        elif cache:
+            cache.store(path, digests[path], [])
     result.files_parsed = len(work)
-    for violations, error in _run(work, jobs or os.cpu_count() or 1, progress):
+    for path, violations, error in _run(work, jobs or os.cpu_count() or 1, progress):
         result.violations.extend(violations)
         if error:
             result.internal_errors.append(error)
+        elif cache:
+            cache.store(path, digests[path], violations)
     result.violations.sort()
     return result
 
 
 def _run(
     work: list[Job], jobs: int, progress: Callable[[int, int], None] | None
-) -> Iterator[tuple[list[Violation], str | None]]:
+) -> Iterator[tuple[str, list[Violation], str | None]]:
     total = len(work)
     if jobs <= 1 or total < 2 * MIN_FILES_PER_WORKER:
         for done, job in enumerate(work, 1):

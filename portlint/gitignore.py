@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,16 +66,16 @@ def parse(path: Path) -> list[Pattern]:
     return patterns
 
 
-def is_ignored(path: Path, is_dir: bool, patterns: list[Pattern]) -> bool:
-    """Whether the last pattern that matches ``path`` ignores it (git's rule)."""
+def is_ignored(path: str, is_dir: bool, patterns: list[Pattern]) -> bool:
+    """Whether the last pattern that matches ``path`` (absolute, resolved) ignores it (git's rule)."""
     ignored = False
     for pattern in patterns:
         if pattern.dir_only and not is_dir:
             continue
-        try:
-            relative = path.relative_to(pattern.base).as_posix()
-        except ValueError:
+        base = os.path.join(str(pattern.base), "")
+        if not path.startswith(base):
             continue
+        relative = path[len(base) :].replace(os.sep, "/")
         if pattern.regex.fullmatch(relative):
             ignored = not pattern.negated
     return ignored

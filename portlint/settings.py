@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from fnmatch import fnmatch
-from pathlib import PurePath
+import fnmatch
+import functools
+import os
+import re
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,9 @@ class Settings:
     device_expression: str = ""
     # The oldest torch the code must run on, as (major, minor); None: every version portlint knows.
     target_torch_version: tuple[int, int] | None = None
+    # Parse only the parts of a file a rule can report on (portlint/partial.py); off for tests
+    # that compare, and never used when fixes must carry their edits.
+    partial_parse: bool = True
 
     def codes_for(self, path: str) -> frozenset[str]:
         """The codes enabled for ``path``: ``per-file-ignores`` and ``cuda-only-paths`` applied."""
@@ -28,18 +33,33 @@ class Settings:
         for pattern, codes in self.per_file_ignores:
             if matches_glob(path, pattern, self.root):
                 ignored |= codes
-        if any(matches_glob(path, pattern, self.root) for pattern in self.cuda_only_paths):
+        if matches_any(path, self.cuda_only_paths, self.root):
             ignored |= self.guardable_codes
         return self.select - ignored
 
 
 def matches_glob(path: str, pattern: str, root: str) -> bool:
     """Match as ruff does: against the file's name, or its path relative to ``root``."""
-    pure = PurePath(path)
-    if fnmatch(pure.name, pattern):
+    return matches_any(path, (pattern,), root)
+
+
+@functools.cache
+def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+
+
+def matches_any(
+    path: str, patterns: tuple[str, ...], root: str, relative: str | None = None
+) -> bool:
+    """Whether any of ``patterns`` matches ``path``'s name or its path relative to ``root``
+    (``relative``, where the caller knows it)."""
+    if not patterns:
+        return False
+    regex = _compiled(patterns)
+    if regex.match(os.path.basename(path)):
         return True
-    try:
-        relative = PurePath(path).relative_to(root) if pure.is_absolute() else pure
-    except ValueError:
-        relative = pure
-    return fnmatch(relative.as_posix(), pattern)
+    if relative is None:
+        relative = os.path.relpath(path, root) if os.path.isabs(path) else path
+    if relative.startswith(".."):
+        relative = path
+    return regex.match(relative.replace(os.sep, "/")) is not None

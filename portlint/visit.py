@@ -12,6 +12,7 @@ from libcst.metadata import MetadataWrapper
 
 from portlint.analysis.guards import GuardAnalysis
 from portlint.findings import Violation
+from portlint.partial import slice_source
 from portlint.registry import all_rules
 from portlint.rule import FileContext, Rule
 from portlint.rules.port001_unused_noqa import UnusedNoqa
@@ -32,8 +33,12 @@ def lint_parsed(
     visiting = [rule for rule in rules if rule is not UnusedNoqa]
     violations: list[Violation] = []
     if visiting:
+        parsed = source
+        if settings.partial_parse and not fix_edits:
+            triggers = tuple(t for rule in visiting for t in rule.triggers)
+            parsed = slice_source(source, triggers) or source
         try:
-            module = cst.parse_module(source)
+            module = cst.parse_module(parsed)
         except cst.ParserSyntaxError as error:
             return [_syntax_error(path, source, error)]
         violations = _visit(path, module, visiting, settings, fix_edits)

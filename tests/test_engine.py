@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,10 @@ from portlint import engine
 from portlint.config import Overrides, load_settings
 from portlint.discovery import discover
 from portlint.catalog import CATALOG, codes_with_triggers_in
-from portlint.engine import lint_files
+from portlint.engine import lint_files, lint_source
+from portlint.partial import slice_source
+from portlint.settings import Settings
+from tests.helpers import REPO
 from portlint.registry import all_rules
 
 BUGGY = 'import torch\nd = torch.device("cuda")\n'
@@ -177,3 +181,49 @@ def test_prefix_selectors(tmp_path, selector):
     assert settings.select and all(
         code.startswith(selector.upper().replace("ALL", "PORT")) for code in settings.select
     )
+
+
+PARTIAL_CORPUS = sorted(
+    path
+    for folder in ("tests/fixtures", "tests/seeds", "reference_impl", "portlint")
+    for path in (REPO / folder).rglob("*.py")
+)
+
+
+@pytest.mark.parametrize("path", PARTIAL_CORPUS, ids=lambda p: str(p.relative_to(REPO)))
+def test_partial_parsing_finds_exactly_what_whole_files_find(path):
+    source = path.read_text()
+    codes = frozenset(all_rules())
+    whole = lint_source(str(path), source, Settings(select=codes, partial_parse=False),
+                        fix_edits=False)  # fmt: skip
+    partial = lint_source(str(path), source, Settings(select=codes), fix_edits=False)
+    assert partial == whole
+
+
+def test_partial_parsing_keeps_callers_positions_and_drops_the_rest():
+    body = "".join(f"    x = x + {i}\n" for i in range(12))
+    source = (
+        "import torch\n\n\ndef unrelated(x):\n" + body + "    return x\n\n\n"
+        "class Runner:\n"
+        "    def __init__(self):\n        self.device = None\n\n"
+        "    def helper(self):\n" + body.replace("    ", "        ") + "        return 2\n\n"
+        "    @staticmethod\n    def warm():\n        return torch.zeros(2, device='cuda')\n\n"
+        "    def run(self):\n        return self.warm()\n"
+    )
+    sliced = slice_source(source, ("'cuda",))
+    assert sliced is not None and len(sliced.splitlines()) == len(source.splitlines())
+    assert [line for line in sliced.splitlines() if line.strip()] == [
+        "import torch",
+        "class Runner:",
+        "    def __init__(self):",
+        "        self.device = None",
+        "    pass",
+        "    @staticmethod",
+        "    def warm():",
+        "        return torch.zeros(2, device='cuda')",
+        "    def run(self):",
+        "        return self.warm()",
+    ]
+    line = source.splitlines().index("        return torch.zeros(2, device='cuda')")
+    assert sliced.splitlines()[line] == source.splitlines()[line]
+    assert slice_source("def f(:\n", ("x",)) is None  # does not parse: the whole file

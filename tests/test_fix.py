@@ -75,7 +75,7 @@ def test_crlf_bom_encoding_and_permissions_are_kept(tmp_path):
     latin = tmp_path / "latin.py"
     latin.write_bytes(b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + SOURCE.encode())
     os.chmod(crlf, 0o640)
-    result = run_cli("check", ".", "--fix", "--unsafe-fixes", cwd=tmp_path)
+    result = run_cli("check", ".", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert crlf.read_bytes() == FIXED.replace("\n", "\r\n").encode()
     assert bom.read_bytes() == b"\xef\xbb\xbf" + FIXED.encode()

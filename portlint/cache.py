@@ -1,0 +1,149 @@
+"""Results per file, kept in ``.portlint_cache/`` between runs.
+
+A file's findings depend on its content, its path (``per-file-ignores``, ``cuda-only-paths``),
+the effective settings and portlint itself; nothing else. So the cache has one table per
+(portlint build, settings, whether fixes carry edits), and in it, per file, the findings and what
+they were computed from: the file's size, mtime and ctime (a hit needs no read at all) and a
+digest of its bytes (a file touched but unchanged is a hit after one read).
+
+Each run writes its table to a temporary file and renames it into place, so concurrent runs never
+see a torn file: the last one to finish wins, and every entry it holds is still checked against
+the file before use. A table that cannot be read is treated as empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import portlint
+from portlint.findings import Edit, Fix, Violation
+from portlint.settings import Settings
+
+CACHE_DIR = ".portlint_cache"
+
+
+def _build_stamp() -> str:
+    """portlint's version and its source files (so a development checkout never reads a table
+    that an older state of the code wrote)."""
+    package = Path(portlint.__file__).parent
+    stamp = [portlint.__version__]
+    for path in sorted(package.rglob("*.py")):
+        info = path.stat()
+        stamp.append(f"{path.relative_to(package)}:{info.st_size}:{info.st_mtime_ns}")
+    return hashlib.sha256("\n".join(stamp).encode()).hexdigest()[:16]
+
+
+def _settings_key(settings: Settings) -> object:
+    values = {}
+    for item in fields(settings):
+        value = getattr(settings, item.name)
+        values[item.name] = sorted(value) if isinstance(value, frozenset) else value
+    return json.loads(json.dumps(values, default=sorted))
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _stamp(info: os.stat_result) -> list[int]:
+    return [info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def _dump(violation: Violation) -> list:
+    fix = violation.fix
+    return [
+        violation.line, violation.col, violation.code, violation.message, violation.end_line,
+        violation.end_col, violation.confidence,
+        None if fix is None else [fix.applicability, fix.message, [asdict(e) for e in fix.edits]],
+    ]  # fmt: skip
+
+
+def _load(path: str, row: list) -> Violation:
+    line, col, code, message, end_line, end_col, confidence, fix = row
+    if fix is not None:
+        applicability, fix_message, edits = fix
+        fix = Fix(applicability, fix_message, tuple(Edit(**e) for e in edits))
+    return Violation(path, line, col, code, message, end_line, end_col, confidence, fix)
+
+
+class Cache:
+    def __init__(self, root: Path, settings: Settings, fix_edits: bool) -> None:
+        key = json.dumps([_build_stamp(), _settings_key(settings), fix_edits], sort_keys=True)
+        name = hashlib.sha256(key.encode()).hexdigest()[:20]
+        self.folder = root / CACHE_DIR
+        self.file = self.folder / f"{name}.json"
+        self.entries: dict[str, list] = {}
+        self.changed = False
+        with contextlib.suppress(OSError, ValueError):
+            loaded = json.loads(self.file.read_text(encoding="utf-8"))
+            if isinstance(loaded, dict):
+                self.entries = loaded
+
+    @staticmethod
+    def _key(path: str) -> str:
+        return os.path.abspath(path)
+
+    def lookup(self, path: str) -> list[Violation] | None:
+        """The cached findings, if the file's size and times are those they were computed for."""
+        entry = self.entries.get(self._key(path))
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        if entry is None or entry[0] != _stamp(info):
+            return None
+        return [_load(path, row) for row in entry[2]]
+
+    def lookup_content(self, path: str, data_digest: str) -> list[Violation] | None:
+        """The cached findings for content with this digest (a touched, unchanged file)."""
+        entry = self.entries.get(self._key(path))
+        if entry is None or entry[1] != data_digest:
+            return None
+        with contextlib.suppress(OSError):
+            entry[0] = _stamp(os.stat(path))
+            self.changed = True
+        return [_load(path, row) for row in entry[2]]
+
+    def store(self, path: str, data_digest: str, violations: list[Violation]) -> None:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return
+        rows = [_dump(v) for v in violations]
+        self.entries[self._key(path)] = [_stamp(info), data_digest, rows]
+        self.changed = True
+
+    def save(self) -> None:
+        """Write the table atomically; a cache that cannot be written is no error."""
+        if not self.changed:
+            return
+        with contextlib.suppress(OSError):
+            self.folder.mkdir(exist_ok=True)
+            ignore = self.folder / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# Created by portlint.\n*\n")
+            handle, temporary = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+            try:
+                with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                    json.dump(self.entries, stream, separators=(",", ":"))
+                os.replace(temporary, self.file)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temporary)
+                raise
+
+
+def clean(root: Path) -> bool:
+    """Remove ``root/.portlint_cache``; whether there was one."""
+    folder = root / CACHE_DIR
+    if not folder.is_dir():
+        return False
+    shutil.rmtree(folder)
+    return True
