@@ -4,7 +4,8 @@ LibCST parses a 7,000-line module in about 0.6 s and computes its positions, par
 qualified names in about 5 s more; most of that is spent on functions no rule looks at. Here the
 file is cut with Python's own parser (``ast``, about 100 times faster) into units — top-level
 functions and classes, and the methods of classes — and only the units that mention a trigger
-string are kept, with the units that call them (by name, to a fixpoint: the guard analysis looks at
+string, or a name that a module-level statement mentioning one binds (``from torch.cuda import
+nvtx`` binds ``nvtx``), are kept, with the units that call them (by name, to a fixpoint: the guard analysis looks at
 callers one call away, PORT202 at the launch sites of a kernel) and each kept class's
 ``__init__`` (where ``self.device`` is set). Everything else at module level (imports, assignments, ``if`` blocks)
 is kept as it is. A dropped unit's lines become blank lines (a method's first line becomes
@@ -69,6 +70,28 @@ def _closure(candidates: list[Unit], kept: list[Unit]) -> list[Unit]:
         kept += [u for u in candidates if u not in kept and pattern.search(u.text)]
 
 
+def _aliases(tree: ast.Module, lines: list[str], triggers: tuple[str, ...]) -> re.Pattern | None:
+    """Names bound at module level by a statement that mentions a trigger (``from torch.cuda
+    import nvtx`` binds ``nvtx``): a unit that uses one of them concerns a rule too."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue  # a unit: kept on its own merits
+        start, end = _span(node)
+        if not any(t in "".join(lines[start - 1 : end]) for t in triggers):
+            continue
+        for child in ast.walk(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                names |= {(a.asname or a.name).split(".")[0] for a in child.names}
+            elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                names.add(child.id)
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(child.name)
+    if not names:
+        return None
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
+
+
 def slice_source(source: str, triggers: tuple[str, ...]) -> str | None:
     """``source`` with the units no trigger concerns blanked out, or None: parse it whole."""
     try:
@@ -77,15 +100,23 @@ def slice_source(source: str, triggers: tuple[str, ...]) -> str | None:
         return None
     lines = source.splitlines(keepends=True)
     units, methods = _units(tree)
-    leaves = [
-        unit for index, unit in enumerate(units) if index not in methods
-    ] + [method for group in methods.values() for method in group]
+    leaves = [unit for index, unit in enumerate(units) if index not in methods] + [
+        method for group in methods.values() for method in group
+    ]
     for unit in leaves:
         unit.text = "".join(lines[unit.start - 1 : unit.end])
     spans = sorted((u.start, u.end) for u in leaves)
     if any(a_end >= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False)):
         return None
-    kept = _closure(leaves, [u for u in leaves if any(t in u.text for t in triggers)])
+    aliases = _aliases(tree, lines, triggers)
+    kept = _closure(
+        leaves,
+        [
+            u
+            for u in leaves
+            if any(t in u.text for t in triggers) or (aliases and aliases.search(u.text))
+        ],
+    )
     for group in methods.values():
         if any(m in kept for m in group):
             kept += [m for m in group if m.name == "__init__" and m not in kept]

@@ -227,3 +227,15 @@ def test_partial_parsing_keeps_callers_positions_and_drops_the_rest():
     line = source.splitlines().index("        return torch.zeros(2, device='cuda')")
     assert sliced.splitlines()[line] == source.splitlines()[line]
     assert slice_source("def f(:\n", ("x",)) is None  # does not parse: the whole file
+
+
+def test_partial_parsing_keeps_the_units_that_use_a_triggering_import():
+    filler = "".join(f"    y = y + {i}\n" for i in range(20))
+    source = (
+        "from torch.cuda import nvtx\n\n\ndef other(y):\n" + filler + "    return y\n\n\n"
+        "def push(name):\n    nvtx.range_push(name)\n"
+    )
+    sliced = slice_source(source, ("torch.cuda",))
+    assert sliced is not None and "    nvtx.range_push(name)" in sliced and "y + 3" not in sliced
+    found = lint_source("m.py", source, Settings(select=frozenset({"PORT408"})), fix_edits=False)
+    assert [(v.line, v.code) for v in found] == [(len(source.splitlines()), "PORT408")]
