@@ -3,7 +3,8 @@
 Usage (from the repository root; the peers in the same environment or on PATH):
 
     pip install ruff fixit torchfix            # the peers; not dependencies of portlint
-    python bench/run.py --corpus "$(bash ../shared/corpus/fetch_vllm.sh)" --out bench/results.md
+    python bench/run.py --corpus "$(bash ../shared/corpus/fetch_vllm.sh)"
+    python bench/run.py --corpus ... --only "portlint warm"   # rerun some cases, keep the rest
 
 Cases:
 - portlint cold: no cache, all rules, vLLM's configuration (docs/vllm-portlint.toml);
@@ -20,12 +21,14 @@ Cases:
 Each case runs --repeat times (the cases that take minutes: --repeat-slow) and the median is
 reported; CPU time
 is user + system of the command and its children; memory is the peak resident set of the largest
-process. Ratios are to portlint cold.
+process. Ratios are to portlint cold. Results go to bench/results.json (per case, with the commit
+it was measured at) and bench/results.md (the table).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -33,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -86,7 +89,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--repeat-slow", type=int, default=1)
     parser.add_argument("--skip", nargs="*", default=[], help="case names to leave out")
-    parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--only", nargs="*", help="run only these cases; the others keep their last results"
+    )
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results.md")
     args = parser.parse_args()
     corpus = args.corpus.resolve().parent  # the folder holding vllm/
     work = Path(tempfile.mkdtemp(prefix="portlint-bench-"))
@@ -135,7 +141,8 @@ def main() -> None:
     rows = []
     warmed = False
     for name, command, before, repeat in cases:
-        if name in args.skip or shutil.which(command[0]) is None and command[0] != python:
+        wanted = name not in args.skip and (args.only is None or name in args.only)
+        if not wanted or shutil.which(command[0]) is None and command[0] != python:
             print(f"skipped: {name}", file=sys.stderr)
             continue
         if name.startswith("portlint warm") and not warmed:
@@ -152,25 +159,35 @@ def main() -> None:
         rows.append((name, median(samples), repeat))
         print(f"{name}: {rows[-1][1]}", file=sys.stderr)
     shutil.rmtree(work, ignore_errors=True)
-    base = next((s for n, s, _ in rows if n == "portlint cold"), None)
+    results_file = args.out.with_suffix(".json")
+    results = json.loads(results_file.read_text()) if results_file.exists() else {}
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
+    for name, sample, repeat in rows:
+        results[name] = {**asdict(sample), "runs": repeat, "commit": commit}
+    results_file.write_text(json.dumps(results, indent=2) + "\n")
+    report = render(results, corpus, len(quiet))
+    print(report)
+    args.out.write_text(report)
+
+
+def render(results: dict, corpus: Path, quiet: int) -> str:
+    base = results.get("portlint cold")
     lines = [
         f"vLLM 0.33.0 ({len(list((corpus / 'vllm').rglob('*.py')))} files), "
-        f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}; "
-        f"no-trigger: {len(quiet)} files",
+        f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}; no-trigger: {quiet} files",
         "",
-        "| case | runs | wall (s) | CPU (s) | peak RSS (MB) | wall / portlint cold |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| case | runs | wall (s) | CPU (s) | peak RSS (MB) | wall / portlint cold | commit |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
-    for name, sample, repeat in rows:
-        ratio = f"{sample.wall / base.wall:.3g}" if base else ""
+    for name, r in results.items():
+        ratio = f"{r['wall'] / base['wall']:.3g}" if base else ""
         lines.append(
-            f"| {name} | {repeat} | {sample.wall:.2f} | {sample.cpu:.2f} | "
-            f"{sample.peak_mb:.0f} | {ratio} |"
+            f"| {name} | {r['runs']} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['peak_mb']:.0f} | "
+            f"{ratio} | {r['commit']} |"
         )
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.out:
-        args.out.write_text(report)
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

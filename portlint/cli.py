@@ -13,8 +13,6 @@ from typing import NoReturn
 import click
 
 from portlint import __version__
-from portlint.baseline import BaselineError, new_findings
-from portlint.baseline import write_baseline as write_baseline_file
 from portlint.cache import CACHE_DIR, Cache
 from portlint.cache import clean as clean_cache
 from portlint.changes import ChangesError, changed_lines, on_changed_lines
@@ -30,14 +28,6 @@ from portlint.engine import (
     write_source,
 )
 from portlint.findings import SAFE, Violation
-from portlint.formats import (
-    Sources,
-    full_report,
-    github_report,
-    json_lines_report,
-    junit_report,
-    sarif_report,
-)
 from portlint.registry import all_rules
 from portlint.reporters import fixes_report, json_report, statistics, summary, text_report
 from portlint.suppression import add_noqa
@@ -240,6 +230,9 @@ def check(
             )
         if changed is not None:
             violations = on_changed_lines(violations, changed)
+    from portlint.baseline import BaselineError, new_findings
+    from portlint.baseline import write_baseline as write_baseline_file
+
     try:
         if write_baseline is not None:
             count = write_baseline_file(write_baseline, violations)
@@ -276,14 +269,22 @@ class Report:
         self.quiet = quiet
         self.unsafe = unsafe
         self.cwd = cwd
-        self.sources = Sources()
+        self.sources: dict[str, str] = {}
 
     def render(self, violations: list[Violation]) -> str:
         if self.statistics and self.format in ("concise", "text", "full"):
             return statistics(violations)
+        if self.format in ("concise", "text"):
+            return text_report(violations)
+        from portlint.formats import (
+            full_report,
+            github_report,
+            json_lines_report,
+            junit_report,
+            sarif_report,
+        )
+
         renderers = {
-            "concise": text_report,
-            "text": text_report,
             "full": lambda found: full_report(found, self.sources),
             "json": json_report,
             "json-lines": json_lines_report,
@@ -309,7 +310,7 @@ def _check_stdin(
     except SourceError as error:
         report.emit([error.violation])
         sys.exit(EXIT_FINDINGS)
-    report.sources.texts[path] = source
+    report.sources[path] = source
     if force and path != "-" and is_excluded(Path(path), settings):
         if fix:
             sys.stdout.write(source)

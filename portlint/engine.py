@@ -15,7 +15,6 @@ import tempfile
 import tokenize
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -244,6 +243,8 @@ def _run(
             if progress:
                 progress(done, total)
         return
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
     workers = min(jobs, total // MIN_FILES_PER_WORKER)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(_lint_job, job) for job in work]

@@ -40,8 +40,9 @@ def json_lines_report(violations: list[Violation]) -> str:
     return "".join(json.dumps(item, sort_keys=True) + "\n" for item in json_items(violations))
 
 
-def full_report(violations: list[Violation], sources: Sources) -> str:
+def full_report(violations: list[Violation], given: dict[str, str] | None = None) -> str:
     """Each finding with its source line, a caret under the span, and its fix, if any."""
+    sources = Sources(given)
     blocks = []
     for v in violations:
         lines = sources.lines(v.path)

@@ -239,3 +239,11 @@ def test_partial_parsing_keeps_the_units_that_use_a_triggering_import():
     assert sliced is not None and "    nvtx.range_push(name)" in sliced and "y + 3" not in sliced
     found = lint_source("m.py", source, Settings(select=frozenset({"PORT408"})), fix_edits=False)
     assert [(v.line, v.code) for v in found] == [(len(source.splitlines()), "PORT408")]
+
+
+def test_every_trigger_contains_a_needle_of_the_prefilter():
+    from portlint.catalog import NEEDLES
+
+    for code, entry in CATALOG.items():
+        for trigger in entry.triggers:
+            assert any(needle in trigger for needle in NEEDLES), (code, trigger)
