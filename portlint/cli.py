@@ -318,13 +318,7 @@ def _check_stdin(
     if fix or diff:
         outcome = fix_source(path, source, settings, report.unsafe)
         if diff:
-            lines = difflib.unified_diff(
-                source.splitlines(keepends=True),
-                outcome.source.splitlines(keepends=True),
-                path,
-                path,
-            )
-            click.echo("".join(lines), nl=False)
+            _print_diff(path, source, outcome.source)
             sys.exit(EXIT_FINDINGS if outcome.source != source else EXIT_CLEAN)
         sys.stdout.write(outcome.source)
         sys.stdout.flush()
@@ -336,6 +330,13 @@ def _check_stdin(
         )
         report.emit(violations)
     sys.exit(EXIT_FINDINGS if violations and not exit_zero else EXIT_CLEAN)
+
+
+def _print_diff(path: str, before: str, after: str) -> None:
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), path, path
+    )
+    click.echo("".join(lines), nl=False)
 
 
 def _add_noqa(violations: list[Violation], errors: list[str]) -> int:
@@ -380,13 +381,7 @@ def _apply_fixes(violations, settings, unsafe: bool, diff_only: bool):
             continue
         changed = True
         if diff_only:
-            lines = difflib.unified_diff(
-                original.splitlines(keepends=True),
-                outcome.source.splitlines(keepends=True),
-                path,
-                path,
-            )
-            click.echo("".join(lines), nl=False)
+            _print_diff(path, original, outcome.source)
             continue
         try:
             write_source(path, outcome.source)
