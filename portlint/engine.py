@@ -113,15 +113,22 @@ def _line_col(data: bytes, offset: int) -> tuple[int, int]:
 
 
 def lint_source(
-    path: str, source: str, settings: Settings, *, fix_edits: bool = True
+    path: str,
+    source: str,
+    settings: Settings,
+    *,
+    fix_edits: bool = True,
+    codes: list[str] | None = None,
 ) -> list[Violation]:
     """Lint one file's text: findings after suppressions, or one diagnostic if it does not parse.
 
     With ``fix_edits=False`` fixes carry their applicability and message but no edits. A file
     with no trigger string of an enabled rule is not parsed, and LibCST is not even imported.
+    ``codes``: what the text gate already said of this file, where the caller ran it.
     """
     enabled = settings.codes_for(path)
-    codes = codes_with_triggers_in(source, enabled)
+    if codes is None:
+        codes = codes_with_triggers_in(source, enabled)
     if not codes:
         return []
     from portlint.visit import lint_parsed  # LibCST and the rules: only for files that need them
@@ -173,13 +180,13 @@ def fix_source(path: str, source: str, settings: Settings, unsafe: bool = False)
     return result
 
 
-Job = tuple[str, str, Settings, bool]  # path, source, settings, fix_edits
+Job = tuple[str, str, Settings, bool, list[str]]  # path, source, settings, fix_edits, codes
 
 
 def _lint_job(job: Job) -> tuple[str, list[Violation], str | None]:
-    path, source, settings, fix_edits = job
+    path, source, settings, fix_edits, codes = job
     try:
-        return path, lint_source(path, source, settings, fix_edits=fix_edits), None
+        return path, lint_source(path, source, settings, fix_edits=fix_edits, codes=codes), None
     except Exception as error:  # a crash on one file must not end the run
         return path, [], f"{path}: internal error: {type(error).__name__}: {error}"
 
@@ -218,8 +225,9 @@ def lint_files(
             if cached is not None:
                 result.violations.extend(cached)
                 continue
-        if codes_with_triggers_in(source, settings.codes_for(path)):
-            work.append((path, source, settings, fix_edits))
+        codes = codes_with_triggers_in(source, settings.codes_for(path))
+        if codes:
+            work.append((path, source, settings, fix_edits, codes))
         elif cache:
             cache.store(path, digests[path], [])
     result.files_parsed = len(work)

@@ -30,6 +30,14 @@ class Directive:
     end_col: int
     codes: tuple[str, ...] | None
 
+    def rewrite(self, body: str, codes: list[str]) -> str:
+        """``body`` (its line, without the ending) with this directive naming ``codes``; with
+        none, the directive removed (text after it in the comment stays a comment)."""
+        before, after = body[: self.col - 1], body[self.end_col - 1 :]
+        if codes:
+            return f"{before}# noqa: {', '.join(codes)}{after}"
+        return f"{before}#{after}" if after.strip() else before.rstrip()
+
 
 def _codes(match: re.Match[str]) -> tuple[str, ...] | None:
     codes = match.group("codes")
@@ -137,7 +145,7 @@ def add_noqa(source: str, violations: list[Violation]) -> tuple[str, int, list[i
             if directive.codes is ALL:
                 continue
             merged = [*directive.codes, *(c for c in codes if c not in directive.codes)]
-            new = f"{body[: directive.col - 1]}# noqa: {', '.join(merged)}{body[directive.end_col - 1 :]}"
+            new = directive.rewrite(body, merged)
         elif number in commentable:
             new = f"{body}  # noqa: {', '.join(codes)}"
         else:

@@ -116,13 +116,7 @@ class UnusedNoqa(Rule):
 def _remove(directive: Directive, keep: list[str], line: str) -> Fix:
     body = line.rstrip("\r\n")
     ending = line[len(body) :]
-    before, after = body[: directive.col - 1], body[directive.end_col - 1 :]
-    if keep:
-        new = f"{before}# noqa: {', '.join(keep)}{after}"
-    elif after.strip():
-        new = f"{before}#{after}"
-    else:
-        new = before.rstrip()
+    new = directive.rewrite(body, keep)
     content = f"{new}{ending}" if new.strip() else ""
     edit = Edit(directive.line, 1, directive.line + 1, 1, content)
     return Fix(SAFE, "Remove the unused codes" if keep else "Remove the `noqa` directive", (edit,))
