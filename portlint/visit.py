@@ -6,11 +6,13 @@ Imported by the engine only for files that pass the text gate.
 from __future__ import annotations
 
 import ast
+from contextlib import ExitStack
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from portlint.analysis.guards import GuardAnalysis
+from portlint.analysis.walk import Walk
 from portlint.findings import Violation
 from portlint.partial import slice_source
 from portlint.registry import all_rules
@@ -48,6 +50,18 @@ def lint_parsed(
     return sorted(kept)
 
 
+class _Wrapper(MetadataWrapper):
+    """LibCST's metadata wrapper, with batched visits (of the rules and of the analyses that
+    are batchable metadata providers) made by :class:`Walk` instead of ``CSTNode.visit``."""
+
+    def visit_batched(self, visitors, before_visit=None, after_leave=None) -> cst.Module:
+        with ExitStack() as stack:
+            for visitor in visitors:
+                stack.enter_context(visitor.resolve(self))
+            Walk(visitors)(self.module)
+        return self.module
+
+
 def _visit(
     path: str, module: cst.Module, rules: list[type[Rule]], settings: Settings, fix_edits: bool
 ) -> list[Violation]:
@@ -56,9 +70,7 @@ def _visit(
     visitors: list[cst.BatchableCSTVisitor] = [rule(context) for rule in rules]
     guardable = {rule.code for rule in rules if rule.guardable}
     guards = GuardAnalysis(settings.guard_functions) if guardable else None
-    MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(
-        visitors + ([guards] if guards else [])
-    )
+    _Wrapper(module, unsafe_skip_copy=True).visit_batched(visitors + ([guards] if guards else []))
     if guards is None:
         return context.violations
     return [

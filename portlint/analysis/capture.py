@@ -12,15 +12,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import (
-    BatchableMetadataProvider,
-    ParentNodeProvider,
-    PositionProvider,
-    QualifiedNameProvider,
-)
+from libcst.metadata import BatchableMetadataProvider, PositionProvider
 
 from portlint.analysis.names import argument, dotted_name, method_name, qualified_names
+from portlint.analysis.parents import ParentProvider
+from portlint.analysis.scopes import NameProvider
 from portlint.analysis.streams import CAPTURE_CONTEXTS
+from portlint.analysis.walk import children
 
 Position = tuple[int, int]
 
@@ -37,12 +35,12 @@ class CaptureRegion:
 def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
     if isinstance(node, cst.Call):
         yield node
-    for child in node.children:
+    for child in children(node):
         yield from _calls(child)
 
 
 class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (PositionProvider, NameProvider, ParentProvider)
 
     def __init__(self) -> None:
         super().__init__()
@@ -92,7 +90,7 @@ class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
         starts = [
             c for c in _calls(original_node) if method_name(c) in ("enter_context", "capture_begin")
         ]
-        block = self.get_metadata(ParentNodeProvider, original_node, None) if starts else None
+        block = self.get_metadata(ParentProvider, original_node, None) if starts else None
         body = list(getattr(block, "body", ()))
         if starts and original_node in body:
             rest = body[body.index(original_node) + 1 :]

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import libcst as cst
-from libcst.metadata import BatchableMetadataProvider, ParentNodeProvider, QualifiedNameProvider
+from libcst.metadata import BatchableMetadataProvider
 
 from portlint.analysis.device_scope import device_in_scope
 from portlint.analysis.names import argument, dotted_name, qualified_names
+from portlint.analysis.parents import ParentProvider
+from portlint.analysis.scopes import NameProvider
 from portlint.cuda_api import (
     APIS,
     BY_NAME,
@@ -55,7 +57,7 @@ class CudaReference:
 
 
 class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
-    METADATA_DEPENDENCIES = (QualifiedNameProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (NameProvider, ParentProvider)
 
     def __init__(self) -> None:
         super().__init__()
@@ -89,11 +91,11 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
                 return
 
     def _in_annotation(self, node: cst.CSTNode) -> bool:
-        current = self.get_metadata(ParentNodeProvider, node, None)
+        current = self.get_metadata(ParentProvider, node, None)
         while current is not None and not isinstance(current, cst.BaseStatement):
             if isinstance(current, cst.Annotation):
                 return True
-            current = self.get_metadata(ParentNodeProvider, current, None)
+            current = self.get_metadata(ParentProvider, current, None)
         return False
 
     def _is_nccl(self, value: cst.BaseExpression) -> bool:
@@ -104,7 +106,7 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
     def _reference(self, node: cst.Name | cst.Attribute) -> None:
         if self.import_depth:
             return
-        parent = self.get_metadata(ParentNodeProvider, node, None)
+        parent = self.get_metadata(ParentProvider, node, None)
         if isinstance(parent, cst.Attribute) or dotted_name(node) is None:
             return  # part of a longer chain, the attribute's name, or an attribute of a value
         if isinstance(parent, cst.AssignTarget) or self._in_annotation(node):
@@ -119,7 +121,7 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
         for qualified in sorted(qualified_names(self, node)):
             api = lookup(qualified)
             if api is not None:
-                grandparent = self.get_metadata(ParentNodeProvider, call, None) if call else None
+                grandparent = self.get_metadata(ParentProvider, call, None) if call else None
                 with_item = isinstance(grandparent, cst.WithItem)
                 self.set_metadata(node, CudaReference(api, qualified, call, with_item))
                 return
@@ -146,8 +148,8 @@ class CudaApiRule(Rule):
     METADATA_DEPENDENCIES = (
         *Rule.METADATA_DEPENDENCIES,
         CudaReferenceProvider,
-        QualifiedNameProvider,
-        ParentNodeProvider,
+        NameProvider,
+        ParentProvider,
     )
 
     def visit_Name(self, node: cst.Name) -> None:

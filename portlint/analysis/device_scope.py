@@ -5,23 +5,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider
 
 from portlint.analysis.names import dotted_name
+from portlint.analysis.parents import ParentProvider
+from portlint.analysis.walk import children
 
 DEFAULT_DEVICE_EXPRESSION = "torch.accelerator.current_accelerator()"
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     yield node
-    for child in node.children:
+    for child in children(node):
         yield from walk(child)
 
 
 def _enclosing(rule, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
-    current = rule.get_metadata(ParentNodeProvider, node, None)
+    current = rule.get_metadata(ParentProvider, node, None)
     while current is not None and not isinstance(current, kind):
-        current = rule.get_metadata(ParentNodeProvider, current, None)
+        current = rule.get_metadata(ParentProvider, current, None)
     return current
 
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import BatchableMetadataProvider, PositionProvider, QualifiedNameProvider
+from libcst.metadata import BatchableMetadataProvider, PositionProvider
 
 from portlint.analysis.names import dotted_name, keyword, method_name, positional, qualified_names
+from portlint.analysis.scopes import NameProvider
 
 INT64 = {"torch.int64", "torch.long"}
 OTHER_INTEGERS = {
@@ -98,7 +99,7 @@ def _looks_like_device(node: cst.BaseExpression) -> bool:
 class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
     """Marks expressions (call receivers and arguments) known to hold an int64 tensor."""
 
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    METADATA_DEPENDENCIES = (PositionProvider, NameProvider)
 
     def __init__(self) -> None:
         super().__init__()

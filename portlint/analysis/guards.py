@@ -14,9 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import CodeRange, ParentNodeProvider, PositionProvider, QualifiedNameProvider
+from libcst.metadata import CodeRange, PositionProvider
 
 from portlint.analysis.names import dotted_name, qualified_names
+from portlint.analysis.parents import ParentProvider
+from portlint.analysis.scopes import NameProvider
 
 CUDA_TYPES = {"cuda", "hip", "rocm"}
 GUARD_CALL_NAMES = {"is_cuda", "is_cuda_alike", "is_rocm", "is_hip"}
@@ -58,7 +60,7 @@ class FunctionInfo:
 
 
 class GuardAnalysis(cst.BatchableCSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (PositionProvider, NameProvider, ParentProvider)
 
     def __init__(self, guard_functions: tuple[str, ...] = ()) -> None:
         super().__init__()
@@ -139,7 +141,7 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         self.ranges.append((_pos(position.start), _pos(position.end)))
 
     def _mark_rest_of_block(self, statement: cst.CSTNode) -> None:
-        block = self.get_metadata(ParentNodeProvider, statement, None)
+        block = self.get_metadata(ParentProvider, statement, None)
         body = getattr(block, "body", None)
         if not isinstance(body, (list, tuple)) or statement not in body:
             return

@@ -1,6 +1,7 @@
 """Name resolution and small expression helpers shared by the rules.
 
-Names are resolved through LibCST's ``QualifiedNameProvider``: ``import torch as t`` makes
+Names are resolved as LibCST's ``NameProvider`` resolves them (by
+:class:`~portlint.analysis.scopes.NameProvider`, which is cheaper): ``import torch as t`` makes
 ``t.device`` resolve to ``torch.device``, ``from torch import cuda`` makes ``cuda.graph`` resolve
 to ``torch.cuda.graph``, and a local that shadows an import resolves to the local instead.
 """
@@ -12,21 +13,26 @@ from collections.abc import Iterable
 
 import libcst as cst
 from libcst import MetadataDependent
-from libcst.metadata import QualifiedNameProvider, QualifiedNameSource
+from libcst.metadata import QualifiedName, QualifiedNameSource
+
+from portlint.analysis.scopes import NameProvider
 
 CUDA_DEVICE_STRING = re.compile(r"cuda(:\d+)?")
 
 
+def _qualified(resolver: MetadataDependent, node: cst.CSTNode) -> set[QualifiedName]:
+    names = resolver.get_metadata(NameProvider, node, None)
+    return names.qualified(node) if names is not None else set()
+
+
 def qualified_names(resolver: MetadataDependent, node: cst.CSTNode) -> set[str]:
     """The qualified names ``node`` may refer to (empty when unknown)."""
-    found = resolver.get_metadata(QualifiedNameProvider, node, set())
-    return {q.name for q in found}
+    return {q.name for q in _qualified(resolver, node)}
 
 
 def imported_names(resolver: MetadataDependent, node: cst.CSTNode) -> set[str]:
     """The qualified names ``node`` may refer to through an import (not a local definition)."""
-    found = resolver.get_metadata(QualifiedNameProvider, node, set())
-    return {q.name for q in found if q.source is QualifiedNameSource.IMPORT}
+    return {q.name for q in _qualified(resolver, node) if q.source is QualifiedNameSource.IMPORT}
 
 
 def resolves_to(resolver: MetadataDependent, node: cst.CSTNode, names: Iterable[str]) -> bool:

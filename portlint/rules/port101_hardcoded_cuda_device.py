@@ -1,5 +1,4 @@
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
 
 from portlint.analysis.device_scope import device_in_scope
 from portlint.analysis.names import (
@@ -10,6 +9,8 @@ from portlint.analysis.names import (
     positional,
     resolves_to,
 )
+from portlint.analysis.parents import ParentProvider
+from portlint.analysis.scopes import NameProvider
 from portlint.findings import UNSAFE
 from portlint.fix import Rewrite
 from portlint.rule import Invalid, Rule
@@ -64,7 +65,7 @@ class HardcodedCudaDevice(Rule):
     """
 
     code = "PORT101"
-    METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, QualifiedNameProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, NameProvider, ParentProvider)
 
     VALID = [
         "import torch\ndef f(worker):\n    return torch.device(worker.device)\n",

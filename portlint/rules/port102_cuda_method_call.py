@@ -1,8 +1,9 @@
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
 
 from portlint.analysis.device_scope import device_in_scope
 from portlint.analysis.names import method_name, qualified_names
+from portlint.analysis.parents import ParentProvider
+from portlint.analysis.scopes import NameProvider
 from portlint.findings import UNSAFE
 from portlint.fix import Rewrite
 from portlint.rule import Invalid, Rule
@@ -45,7 +46,7 @@ class CudaMethodCall(Rule):
     """
 
     code = "PORT102"
-    METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, QualifiedNameProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, NameProvider, ParentProvider)
 
     VALID = [
         "y = x.to(device)\n",

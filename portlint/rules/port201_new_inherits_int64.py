@@ -1,11 +1,12 @@
 import re
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
 
 from portlint.analysis.device_scope import walk
 from portlint.analysis.dtypes import NEW_METHODS, Int64Origin, Int64Provider
 from portlint.analysis.names import dotted_name, keyword, method_name, qualified_names
+from portlint.analysis.parents import ParentProvider
+from portlint.analysis.scopes import NameProvider
 from portlint.findings import UNSAFE
 from portlint.fix import Rewrite
 from portlint.rule import Invalid, Rule
@@ -85,8 +86,8 @@ class NewTensorInheritsInt64(Rule):
     METADATA_DEPENDENCIES = (
         *Rule.METADATA_DEPENDENCIES,
         Int64Provider,
-        ParentNodeProvider,
-        QualifiedNameProvider,
+        ParentProvider,
+        NameProvider,
     )
 
     VALID = [
@@ -165,19 +166,17 @@ class NewTensorInheritsInt64(Rule):
 
     def _intended(self, node: cst.Call, receiver: cst.BaseExpression) -> bool:
         """Whether the inherited int64 is meant: same kind of values, or joined to its source."""
-        parent = self.get_metadata(ParentNodeProvider, node, None)
+        parent = self.get_metadata(ParentProvider, node, None)
         if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
             target = dotted_name(parent.targets[0].target)
             source = dotted_name(receiver)
             if target and source and kinds(target) & kinds(source):
                 return True
         if isinstance(parent, cst.Element):
-            sequence = self.get_metadata(ParentNodeProvider, parent, None)
-            arg = self.get_metadata(ParentNodeProvider, sequence, None)
+            sequence = self.get_metadata(ParentProvider, parent, None)
+            arg = self.get_metadata(ParentProvider, sequence, None)
             call = (
-                self.get_metadata(ParentNodeProvider, arg, None)
-                if isinstance(arg, cst.Arg)
-                else None
+                self.get_metadata(ParentProvider, arg, None) if isinstance(arg, cst.Arg) else None
             )
             if isinstance(call, cst.Call) and qualified_names(self, call.func) & CONCATENATE:
                 return any(e.value.deep_equals(receiver) for e in sequence.elements)
@@ -221,7 +220,7 @@ class NewTensorInheritsInt64(Rule):
     def _reaches_int32(self, node: cst.Call) -> bool:
         """A count's name, or in the same function: a sibling allocated as int32, a Triton launch
         taking the new tensor, or a comparison of it with an int32 tensor."""
-        parent = self.get_metadata(ParentNodeProvider, node, None)
+        parent = self.get_metadata(ParentProvider, node, None)
         target = None
         if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
             target = dotted_name(parent.targets[0].target)
@@ -229,7 +228,7 @@ class NewTensorInheritsInt64(Rule):
             return True
         scope = parent
         while scope is not None and not isinstance(scope, (cst.FunctionDef, cst.Module)):
-            scope = self.get_metadata(ParentNodeProvider, scope, None)
+            scope = self.get_metadata(ParentProvider, scope, None)
         nodes = list(walk(scope or self.module))
         int32_names: set[str | None] = set()
         for assign in (n for n in nodes if isinstance(n, cst.Assign)):

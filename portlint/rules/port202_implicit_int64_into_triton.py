@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
 
 from portlint.analysis.dtypes import Int64Provider
 from portlint.analysis.names import qualified_names
+from portlint.analysis.scopes import NameProvider
 from portlint.rule import Invalid, Rule
 from portlint.rules.port201_new_inherits_int64 import describe
 
@@ -52,7 +52,7 @@ class ImplicitInt64IntoTriton(Rule):
     """
 
     code = "PORT202"
-    METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, QualifiedNameProvider, Int64Provider)
+    METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, NameProvider, Int64Provider)
 
     KERNEL = "import torch\nimport triton\n@triton.jit\ndef k(x_ptr, n):\n    pass\n"
     VALID = [

@@ -3,11 +3,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+from libcst.metadata import PositionProvider
 
 from portlint.analysis.capture import CaptureRegion, CaptureRegionProvider
 from portlint.analysis.device_scope import walk
 from portlint.analysis.names import argument, dotted_name, imported_names, qualified_names
+from portlint.analysis.parents import ParentProvider
+from portlint.analysis.scopes import NameProvider
 from portlint.analysis.streams import NOT_WARMUPS, STREAM_CONTEXTS, StreamSource, stream_source
 from portlint.findings import UNSAFE
 from portlint.fix import Rewrite
@@ -115,9 +117,9 @@ class CaptureStreamNotWarmed(Rule):
     code = "PORT301"
     METADATA_DEPENDENCIES = (
         *Rule.METADATA_DEPENDENCIES,
-        QualifiedNameProvider,
+        NameProvider,
         CaptureRegionProvider,
-        ParentNodeProvider,
+        ParentProvider,
     )
 
     VALID = [
@@ -359,7 +361,7 @@ class CaptureStreamNotWarmed(Rule):
         chain = []
         while node is not None:
             chain.append(node)
-            node = self.get_metadata(ParentNodeProvider, node, None)
+            node = self.get_metadata(ParentProvider, node, None)
         return chain
 
     def _fix(self, capture: Capture, warmups: list[CallSite], stream: cst.Call | None):

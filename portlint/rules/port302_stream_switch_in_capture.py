@@ -1,8 +1,9 @@
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, QualifiedNameProvider
 
 from portlint.analysis.capture import CaptureRegionProvider
 from portlint.analysis.names import argument, imported_names, qualified_names
+from portlint.analysis.parents import ParentProvider
+from portlint.analysis.scopes import NameProvider
 from portlint.analysis.streams import SET_STREAM_FUNCTIONS, STREAM_CONTEXTS, stream_source
 from portlint.rule import Invalid, Rule
 
@@ -54,8 +55,8 @@ class StreamSwitchInCapture(Rule):
     code = "PORT302"
     METADATA_DEPENDENCIES = (
         *Rule.METADATA_DEPENDENCIES,
-        QualifiedNameProvider,
-        ParentNodeProvider,
+        NameProvider,
+        ParentProvider,
         CaptureRegionProvider,
     )
 
@@ -123,7 +124,7 @@ class StreamSwitchInCapture(Rule):
                 confidence="likely",
             )
         elif stream_source(names, imported_names(self, node.func), self.settings.stream_functions):
-            parent = self.get_metadata(ParentNodeProvider, node, None)
+            parent = self.get_metadata(ParentProvider, node, None)
             if isinstance(parent, (cst.Arg, cst.Attribute)):
                 self.report(
                     node,

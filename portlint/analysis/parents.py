@@ -1,0 +1,24 @@
+"""The parent of every node, as LibCST's ``ParentNodeProvider`` gives it, several times faster.
+
+LibCST's provider asks each node for its ``children``, which rebuilds the node through a visitor
+of its own, once per node. Reading the child fields directly gives the same map
+(``tests/test_names.py`` checks it equal on real files).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import BaseMetadataProvider
+
+from portlint.analysis.walk import children
+
+
+class ParentProvider(BaseMetadataProvider[cst.CSTNode]):
+    def _gen_impl(self, module: cst.Module) -> None:
+        parents = self._computed
+        pending = [module]
+        while pending:
+            node = pending.pop()
+            for child in children(node):
+                parents[child] = node
+                pending.append(child)

@@ -1,0 +1,141 @@
+"""A read-only traversal of a LibCST tree, in LibCST's order, several times faster than ``visit``.
+
+``CSTNode.visit`` rebuilds every node it passes (``_visit_and_replace_children`` constructs and
+validates a copy, even for a visitor that changes nothing); that is most of the cost of each
+pass over a file. :class:`Walk` calls the same ``visit_<Node>``, ``leave_<Node>``,
+``visit_<Node>_<field>`` and ``leave_<Node>_<field>`` methods in the same order and builds
+nothing. The order of a node type's fields is LibCST's own: it is read once per type, by letting
+``_visit_and_replace_children`` report the fields it visits to a visitor that does not descend.
+``tests/test_walk.py`` checks the order against ``CSTNode.visit`` on real files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
+
+import libcst as cst
+
+Method = Callable[[cst.CSTNode], object]
+
+
+class _FieldOrder(cst.CSTVisitor):
+    """Records which fields ``_visit_and_replace_children`` visits, without descending."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fields: list[str] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return False
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        if attribute not in self.fields:
+            self.fields.append(attribute)
+
+
+# The one field LibCST does not visit at all (no field callbacks either) when it is None.
+SKIPPED_WHEN_EMPTY = {"format_spec"}
+_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def child_fields(node: cst.CSTNode) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The fields of ``node``'s type that may hold children: those LibCST visits, in its order,
+    then the others.
+
+    LibCST skips a field that is None only for a formatted string's ``format_spec``, which comes
+    last; so a field ``node`` does not report is one of the others, and the walk ignores those
+    that hold no node.
+    """
+    fields = _FIELDS.get(type(node))
+    if fields is None:
+        recorder = _FieldOrder()
+        node._visit_and_replace_children(recorder)
+        rest = tuple(f.name for f in dataclasses.fields(node) if f.name not in recorder.fields)
+        fields = _FIELDS[type(node)] = (tuple(recorder.fields), rest)
+    return fields
+
+
+_NODE, _SEQUENCE, _OTHER = 1, 2, 0
+_KINDS: dict[type, int] = {tuple: _SEQUENCE, list: _SEQUENCE}
+
+
+def _kind(value: object) -> int:
+    """Whether ``value`` is a node, a sequence or neither; by type, once per type (an
+    ``isinstance`` check against LibCST's abstract node class costs a call through ``abc``)."""
+    kind = _KINDS.get(type(value))
+    if kind is None:
+        kind = _KINDS[type(value)] = _NODE if isinstance(value, cst.CSTNode) else _OTHER
+    return kind
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node.children`` (in the same order), without rebuilding ``node``."""
+    visited, rest = child_fields(node)
+    for field in (*visited, *rest):
+        value = getattr(node, field)
+        kind = _kind(value)
+        if kind == _NODE:
+            yield value
+        elif kind == _SEQUENCE:
+            yield from (child for child in value if _kind(child) == _NODE)
+
+
+class Walk:
+    """Calls the visitors' methods for every node under a root, as a batched LibCST visit does.
+
+    A ``visit_<Node>`` method that returns False skips the node's children (in a batched LibCST
+    visit the children are visited anyway; no rule returns False). A visitor may also define
+    ``leave_any(node)``, called after each node's own ``leave_<Node>`` methods.
+    """
+
+    def __init__(self, visitors: Iterable[object]) -> None:
+        self.visitors = list(visitors)
+        self.leave_any = [v.leave_any for v in self.visitors if hasattr(v, "leave_any")]
+        self._plans: dict[type, tuple] = {}
+
+    def _methods(self, name: str) -> list[Method]:
+        return [getattr(v, name) for v in self.visitors if hasattr(v, name)]
+
+    def _plan(self, node: cst.CSTNode) -> tuple:
+        kind = type(node).__name__
+        visited, rest = child_fields(node)
+        fields = tuple(
+            (
+                field,
+                field in visited and field not in SKIPPED_WHEN_EMPTY,
+                self._methods(f"visit_{kind}_{field}"),
+                self._methods(f"leave_{kind}_{field}"),
+            )
+            for field in (*visited, *rest)
+        )
+        plan = (self._methods(f"visit_{kind}"), self._methods(f"leave_{kind}"), fields)
+        self._plans[type(node)] = plan
+        return plan
+
+    def __call__(self, node: cst.CSTNode) -> None:
+        visits, leaves, fields = self._plans.get(type(node)) or self._plan(node)
+        descend = True
+        for method in visits:
+            if method(node) is False:
+                descend = False
+        if descend:
+            for field, always, visits_field, leaves_field in fields:
+                value = getattr(node, field)
+                kind = _KINDS.get(type(value)) or _kind(value)
+                if not (always or kind):
+                    continue  # not a child field (or an empty `format_spec`, as LibCST skips it)
+                for method in visits_field:
+                    method(node)
+                if kind == _NODE:
+                    self(value)
+                elif kind == _SEQUENCE:
+                    for child in value:
+                        if (_KINDS.get(type(child)) or _kind(child)) == _NODE:
+                            self(child)
+                for method in leaves_field:
+                    method(node)
+        for method in leaves:
+            method(node)
+        for method in self.leave_any:
+            method(node)

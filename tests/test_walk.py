@@ -1,0 +1,103 @@
+"""``Walk`` calls visitors exactly as ``CSTNode.visit`` does, in the same order, on real files."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from portlint.analysis.walk import Walk, children
+from tests.test_names import CORNERS, FILES
+
+
+class _LibCSTRecorder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[tuple[str, int]] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.events.append((f"visit_{type(node).__name__}", id(node)))
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.events.append((f"leave_{type(original_node).__name__}", id(original_node)))
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        self.events.append((f"visit_{type(node).__name__}_{attribute}", id(node)))
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        self.events.append((f"leave_{type(original_node).__name__}_{attribute}", id(original_node)))
+
+
+class _WalkRecorder:
+    """Answers every ``visit_*``/``leave_*`` method name ``Walk`` asks for."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int]] = []
+
+    def __getattr__(self, name: str):
+        if name.startswith(("visit_", "leave_")) and name != "leave_any":
+            return lambda node: self.events.append((name, id(node)))
+        raise AttributeError(name)
+
+
+def _events_differ(module: cst.Module) -> int | None:
+    """The index of the first event where the two traversals part, or None."""
+    expected, walked = _LibCSTRecorder(), _WalkRecorder()
+    module.visit(expected)
+    Walk([walked])(module)
+    for index, (a, b) in enumerate(zip(expected.events, walked.events, strict=False)):
+        if a != b:
+            return index
+    return (
+        None
+        if len(expected.events) == len(walked.events)
+        else min(len(expected.events), len(walked.events))
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        *CORNERS,
+        'f"{x!r:>{width}.{p}f} {y=}"\nfrom a import *\ntry:\n    pass\nexcept E as e:\n    pass\n',
+    ],
+)
+def test_walk_visits_like_libcst_on_corner_cases(source: str) -> None:
+    module = cst.parse_module(source)
+    assert _events_differ(module) is None
+    assert all(list(children(n)) == list(n.children) for n in _nodes(module))
+
+
+def _nodes(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        yield from _nodes(child)
+
+
+def test_walk_visits_like_libcst_on_every_file_of_the_repository() -> None:
+    differing = {}
+    for path in FILES:
+        try:
+            module = cst.parse_module(path.read_text(encoding="utf-8"))
+        except cst.ParserSyntaxError:
+            continue
+        index = _events_differ(module)
+        if index is not None:
+            differing[path.name] = index
+    assert differing == {}
+
+
+def test_a_visit_method_returning_false_skips_the_children() -> None:
+    class SkipCalls:
+        def __init__(self) -> None:
+            self.names: list[str] = []
+
+        def visit_Call(self, node: cst.Call) -> bool:
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            self.names.append(node.value)
+
+    visitor = SkipCalls()
+    Walk([visitor])(cst.parse_module("a = f(b)\nc\n"))
+    assert visitor.names == ["a", "c"]
