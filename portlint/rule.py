@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import libcst as cst
-from libcst.metadata import PositionProvider, ProviderT
+from libcst.metadata import ProviderT
 
+from portlint.analysis.positions import PositionProvider
 from portlint.catalog import CATALOG
 from portlint.findings import Fix, Violation
 from portlint.fix import Rewrite, build_fix

@@ -1,8 +1,9 @@
-"""portlint's own name resolution and parent map give LibCST's answers, node for node.
+"""portlint's own name resolution, parent map and positions give LibCST's answers, node for node.
 
-``NameProvider`` and ``ParentProvider`` replace LibCST's ``QualifiedNameProvider`` and
-``ParentNodeProvider`` because they cost most of a file's analysis; they are only right if every
-answer is the same. Checked on every Python file of this repository (the linter, its tests and
+``NameProvider``, ``ParentProvider`` and ``PositionProvider`` replace LibCST's
+``QualifiedNameProvider``, ``ParentNodeProvider`` and ``PositionProvider`` because they cost most
+of a file's analysis; they are only right if every answer is the same (trivia aside: no rule asks
+where a comma is). Checked on every Python file of this repository (the linter, its tests and
 fixtures, the reference implementation) and on cases chosen for LibCST's corners.
 """
 
@@ -12,10 +13,13 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from libcst import metadata as libcst_metadata
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, QualifiedNameProvider
 
 from portlint.analysis.parents import ParentProvider
+from portlint.analysis.positions import PositionProvider
 from portlint.analysis.scopes import NAMED, NameProvider
+from portlint.analysis.walk import TRIVIA_TYPES
 
 REPO = Path(__file__).resolve().parent.parent
 FILES = sorted(
@@ -70,8 +74,27 @@ def _answers(module: cst.Module) -> list[tuple[str, str, set, set]]:
 
 
 def _parents_differ(module: cst.Module) -> bool:
+    """Parents differ, where the parent is not trivia (whose insides portlint leaves out)."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    return dict(wrapper.resolve(ParentNodeProvider)) != dict(wrapper.resolve(ParentProvider))
+    expected = {
+        node: parent
+        for node, parent in wrapper.resolve(ParentNodeProvider).items()
+        if type(parent) not in TRIVIA_TYPES
+    }
+    return expected != dict(wrapper.resolve(ParentProvider))
+
+
+def _positions_differ(module: cst.Module) -> bool:
+    """Positions differ, for the nodes that are not trivia (which portlint leaves out)."""
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    expected, ours = (
+        {node: at for node, at in positions.items() if type(node) not in TRIVIA_TYPES}
+        for positions in (
+            wrapper.resolve(libcst_metadata.PositionProvider),
+            wrapper.resolve(PositionProvider),
+        )
+    )
+    return expected != ours
 
 
 @pytest.mark.parametrize("source", CORNERS)
@@ -79,6 +102,7 @@ def test_names_match_libcst_on_corner_cases(source: str) -> None:
     module = cst.parse_module(source)
     assert _answers(module) == []
     assert not _parents_differ(module)
+    assert not _positions_differ(module)
 
 
 def test_names_and_parents_match_libcst_on_every_file_of_the_repository() -> None:
@@ -90,8 +114,8 @@ def test_names_and_parents_match_libcst_on_every_file_of_the_repository() -> Non
         except cst.ParserSyntaxError:
             continue  # fixtures of syntax errors
         found = _answers(module)
-        if found or _parents_differ(module):
-            differences[str(path.relative_to(REPO))] = found[:3] or "parents"
+        if found or _parents_differ(module) or _positions_differ(module):
+            differences[str(path.relative_to(REPO))] = found[:3] or "parents or positions"
     assert differences == {}
 
 

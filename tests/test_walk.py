@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from portlint.analysis.walk import Walk, children
+from portlint.analysis.walk import TRIVIA, Walk, children
 from tests.test_names import CORNERS, FILES
 
 
@@ -101,3 +101,24 @@ def test_a_visit_method_returning_false_skips_the_children() -> None:
     visitor = SkipCalls()
     Walk([visitor])(cst.parse_module("a = f(b)\nc\n"))
     assert visitor.names == ["a", "c"]
+
+
+class _NonTriviaRecorder(_WalkRecorder):
+    """Has methods for every node type but whitespace, comments and punctuation."""
+
+    def __getattr__(self, name: str):
+        if name.split("_")[1] in TRIVIA:
+            raise AttributeError(name)
+        return super().__getattr__(name)
+
+
+def test_trivia_is_skipped_only_where_no_visitor_looks_at_it() -> None:
+    module = cst.parse_module(CORNERS[4])
+    expected, walked = _LibCSTRecorder(), _NonTriviaRecorder()
+    module.visit(expected)
+    walk = Walk([walked])
+    assert walk.skip_trivia and not Walk([_WalkRecorder()]).skip_trivia
+    walk(module)
+    kept = [event for event in expected.events if event[0].split("_")[1] not in TRIVIA]
+    assert walked.events == kept
+    assert len(kept) < len(expected.events)

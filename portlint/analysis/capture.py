@@ -12,10 +12,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import BatchableMetadataProvider, PositionProvider
+from libcst.metadata import BatchableMetadataProvider
 
 from portlint.analysis.names import argument, dotted_name, method_name, qualified_names
 from portlint.analysis.parents import ParentProvider
+from portlint.analysis.positions import PositionProvider
 from portlint.analysis.scopes import NameProvider
 from portlint.analysis.streams import CAPTURE_CONTEXTS
 from portlint.analysis.walk import children

@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import BatchableMetadataProvider, PositionProvider
+from libcst.metadata import BatchableMetadataProvider
 
 from portlint.analysis.names import dotted_name, keyword, method_name, positional, qualified_names
+from portlint.analysis.positions import PositionProvider
 from portlint.analysis.scopes import NameProvider
 
 INT64 = {"torch.int64", "torch.long"}

@@ -14,10 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import CodeRange, PositionProvider
+from libcst.metadata import CodeRange
 
 from portlint.analysis.names import dotted_name, qualified_names
 from portlint.analysis.parents import ParentProvider
+from portlint.analysis.positions import PositionProvider
 from portlint.analysis.scopes import NameProvider
 
 CUDA_TYPES = {"cuda", "hip", "rocm"}

@@ -1,8 +1,10 @@
-"""The parent of every node, as LibCST's ``ParentNodeProvider`` gives it, several times faster.
+"""The parent of every node but those inside trivia, as LibCST's ``ParentNodeProvider`` gives it,
+several times faster.
 
 LibCST's provider asks each node for its ``children``, which rebuilds the node through a visitor
 of its own, once per node. Reading the child fields directly gives the same map
-(``tests/test_names.py`` checks it equal on real files).
+(``tests/test_names.py`` checks it equal on real files). The whitespace inside whitespace and
+punctuation (``portlint.analysis.walk.TRIVIA``) has no parent here: no rule asks.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import BaseMetadataProvider
 
-from portlint.analysis.walk import children
+from portlint.analysis.walk import TRIVIA_TYPES, children
 
 
 class ParentProvider(BaseMetadataProvider[cst.CSTNode]):
@@ -21,4 +23,5 @@ class ParentProvider(BaseMetadataProvider[cst.CSTNode]):
             node = pending.pop()
             for child in children(node):
                 parents[child] = node
-                pending.append(child)
+                if type(child) not in TRIVIA_TYPES:
+                    pending.append(child)

@@ -195,7 +195,8 @@ class _ScopeVisitor:
         elif isinstance(target, cst.StarredElement):
             self._store(target.value)
 
-    def leave_any(self, node: cst.CSTNode) -> None:
+    def _left(self, node: cst.CSTNode) -> None:
+        """After a node that can be named or that is a binding step (see the loop below)."""
         kind = type(node)  # LibCST's node classes are final: compare types, not isinstance
         if kind in NAMED_TYPES:
             self.scope_of[node] = self.scope
@@ -336,6 +337,7 @@ class _ScopeVisitor:
 
     def leave_Call(self, original_node: cst.Call) -> None:
         self.chains.pop()
+        self._left(original_node)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> bool:
         return False
@@ -347,6 +349,11 @@ class _ScopeVisitor:
             self.accesses.append(
                 Access(node, node.value, self.scope, self.scope.steps, self.chains[-1])
             )
+
+
+for _kind in NAMED_TYPES | BINDING_STEP_TYPES:
+    if _kind is not cst.Call:
+        setattr(_ScopeVisitor, f"leave_{_kind.__name__}", _ScopeVisitor._left)
 
 
 def _dotted_prefixes(node: cst.BaseExpression) -> list[tuple[str, cst.CSTNode]]:

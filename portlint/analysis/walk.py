@@ -12,6 +12,7 @@ nothing. The order of a node type's fields is LibCST's own: it is read once per 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Iterator
 
 import libcst as cst
@@ -34,24 +35,46 @@ class _FieldOrder(cst.CSTVisitor):
             self.fields.append(attribute)
 
 
+# Whitespace, comments and punctuation: nodes with only such nodes under them.
+TRIVIA = frozenset(
+    name
+    for module in (cst._nodes.whitespace, cst._nodes.op)
+    for name, value in vars(module).items()
+    if isinstance(value, type) and issubclass(value, cst.CSTNode) and value.__module__ == module.__name__
+) | {
+    "LeftParen", "RightParen", "LeftSquareBracket", "RightSquareBracket", "LeftCurlyBrace",
+    "RightCurlyBrace",
+}  # fmt: skip
+TRIVIA_TYPES = frozenset(
+    getattr(cst, name) for name in TRIVIA if hasattr(cst, name) and not name.startswith("Base")
+)
+WHITESPACE_TYPES = frozenset(
+    value
+    for value in vars(cst._nodes.whitespace).values()
+    if isinstance(value, type)
+    and issubclass(value, cst.CSTNode)
+    and value.__module__ == cst._nodes.whitespace.__name__
+    and not value.__name__.startswith("Base")
+)
 # The one field LibCST does not visit at all (no field callbacks either) when it is None.
 SKIPPED_WHEN_EMPTY = {"format_spec"}
 _FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
 def child_fields(node: cst.CSTNode) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The fields of ``node``'s type that may hold children: those LibCST visits, in its order,
-    then the others.
-
-    LibCST skips a field that is None only for a formatted string's ``format_spec``, which comes
-    last; so a field ``node`` does not report is one of the others, and the walk ignores those
-    that hold no node.
+    """The fields of ``node``'s type that hold children: those ``node`` reports, in LibCST's
+    order, then a ``format_spec`` it did not report (LibCST skips it when it is None; it comes
+    last).
     """
     fields = _FIELDS.get(type(node))
     if fields is None:
         recorder = _FieldOrder()
         node._visit_and_replace_children(recorder)
-        rest = tuple(f.name for f in dataclasses.fields(node) if f.name not in recorder.fields)
+        rest = tuple(
+            f.name
+            for f in dataclasses.fields(node)
+            if f.name in SKIPPED_WHEN_EMPTY and f.name not in recorder.fields
+        )
         fields = _FIELDS[type(node)] = (tuple(recorder.fields), rest)
     return fields
 
@@ -81,24 +104,53 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield from (child for child in value if _kind(child) == _NODE)
 
 
+def _real(method: object) -> bool:
+    """A method that does something: not absent, and not one of the no-op methods LibCST's
+    visitor classes define for every node type."""
+    return method is not None and not getattr(method, "_is_no_op", False)
+
+
+def _has_trivia_methods(visitor: object) -> bool:
+    """Whether ``visitor`` (an instance or a class) has a method for a trivia node or field."""
+    listed = [n for n in dir(visitor) if n.startswith(("visit_", "leave_"))]
+    listed += [f"{event}_{name}" for name in TRIVIA for event in ("visit", "leave")]
+    return any(
+        name.split("_")[1] in TRIVIA and _real(getattr(visitor, name, None)) for name in listed
+    )
+
+
+_class_has_trivia_methods = functools.cache(_has_trivia_methods)
+
+
+def _looks_at_trivia(visitor: object) -> bool:
+    """Asked of the class, once, unless its instances make up methods (``__getattr__``)."""
+    if hasattr(type(visitor), "__getattr__"):
+        return _has_trivia_methods(visitor)
+    return _class_has_trivia_methods(type(visitor))
+
+
 class Walk:
     """Calls the visitors' methods for every node under a root, as a batched LibCST visit does.
 
     A ``visit_<Node>`` method that returns False skips the node's children (in a batched LibCST
-    visit the children are visited anyway; no rule returns False). A visitor may also define
-    ``leave_any(node)``, called after each node's own ``leave_<Node>`` methods.
+    visit the children are visited anyway; no rule returns False). Whitespace, comments and
+    punctuation (most of a tree's nodes) are not entered at all when no visitor has a method for
+    any of them.
     """
 
     def __init__(self, visitors: Iterable[object]) -> None:
         self.visitors = list(visitors)
-        self.leave_any = [v.leave_any for v in self.visitors if hasattr(v, "leave_any")]
-        self._plans: dict[type, tuple] = {}
+        self._plans: dict[type, tuple | None] = {}
+        self.skip_trivia = not any(_looks_at_trivia(v) for v in self.visitors)
 
     def _methods(self, name: str) -> list[Method]:
-        return [getattr(v, name) for v in self.visitors if hasattr(v, name)]
+        return [m for m in (getattr(v, name, None) for v in self.visitors) if _real(m)]
 
-    def _plan(self, node: cst.CSTNode) -> tuple:
+    def _plan(self, node: cst.CSTNode) -> tuple | None:
         kind = type(node).__name__
+        if self.skip_trivia and kind in TRIVIA:
+            self._plans[type(node)] = None
+            return None
         visited, rest = child_fields(node)
         fields = tuple(
             (
@@ -114,7 +166,12 @@ class Walk:
         return plan
 
     def __call__(self, node: cst.CSTNode) -> None:
-        visits, leaves, fields = self._plans.get(type(node)) or self._plan(node)
+        plan = self._plans.get(type(node), False)
+        if plan is False:
+            plan = self._plan(node)
+        if plan is None:
+            return  # trivia no visitor looks at
+        visits, leaves, fields = plan
         descend = True
         for method in visits:
             if method(node) is False:
@@ -136,6 +193,4 @@ class Walk:
                 for method in leaves_field:
                     method(node)
         for method in leaves:
-            method(node)
-        for method in self.leave_any:
             method(node)

@@ -3,12 +3,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import PositionProvider
 
 from portlint.analysis.capture import CaptureRegion, CaptureRegionProvider
 from portlint.analysis.device_scope import walk
 from portlint.analysis.names import argument, dotted_name, imported_names, qualified_names
 from portlint.analysis.parents import ParentProvider
+from portlint.analysis.positions import PositionProvider
 from portlint.analysis.scopes import NameProvider
 from portlint.analysis.streams import NOT_WARMUPS, STREAM_CONTEXTS, StreamSource, stream_source
 from portlint.findings import UNSAFE
