@@ -11,8 +11,10 @@ callers one call away, PORT202 at the launch sites of a kernel) and each kept cl
 is kept as it is. A dropped unit's lines become blank lines (a method's first line becomes
 ``pass``, so its class still has a body), so every line and column stays where it was.
 
-Where cutting would not pay (most of the file is kept) or cannot be done safely (the file does
-not parse, two units share a line), :func:`slice_source` returns None: parse the whole file.
+Where nothing can be dropped or cutting cannot be done safely (the file does not parse, two units
+share a line), :func:`slice_source` returns None: parse the whole file. (Cutting even when most of
+a file is kept pays: a blanked line costs LibCST almost nothing; on vLLM this took the cold run
+from 56 s to 41 s.)
 """
 
 from __future__ import annotations
@@ -21,8 +23,6 @@ import ast
 import re
 from dataclasses import dataclass
 
-# Keep the whole file when the kept units make up more than this share of its lines.
-MAX_KEPT_SHARE = 0.6
 
 
 @dataclass
@@ -121,8 +121,7 @@ def slice_source(source: str, triggers: tuple[str, ...]) -> str | None:
         if any(m in kept for m in group):
             kept += [m for m in group if m.name == "__init__" and m not in kept]
     dropped = [u for u in leaves if u not in kept]
-    dropped_lines = sum(u.end - u.start + 1 for u in dropped)
-    if not dropped or dropped_lines < (1 - MAX_KEPT_SHARE) * len(lines):
+    if not dropped:
         return None
     for unit in dropped:
         first = lines[unit.start - 1]

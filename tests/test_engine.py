@@ -226,6 +226,10 @@ def test_partial_parsing_keeps_callers_positions_and_drops_the_rest():
     line = source.splitlines().index("        return torch.zeros(2, device='cuda')")
     assert sliced.splitlines()[line] == source.splitlines()[line]
     assert slice_source("def f(:\n", ("x",)) is None  # does not parse: the whole file
+    # cut even when most of the file is kept; nothing to drop: the whole file
+    mostly_kept = "def a():\n" + body + "    return 'cuda'\n\n\ndef b():\n    pass\n"
+    assert slice_source(mostly_kept, ("'cuda",)) == mostly_kept.replace("def b():\n    pass", "\n")
+    assert slice_source("def a():\n    return 'cuda'\n", ("'cuda",)) is None
 
 
 def test_partial_parsing_keeps_the_units_that_use_a_triggering_import():
