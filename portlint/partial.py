@@ -24,7 +24,6 @@ import re
 from dataclasses import dataclass
 
 
-
 @dataclass
 class Unit:
     name: str

@@ -1,6 +1,6 @@
 """Name resolution and small expression helpers shared by the rules.
 
-Names are resolved as LibCST's ``NameProvider`` resolves them (by
+Names are resolved as LibCST's ``QualifiedNameProvider`` resolves them (by
 :class:`~portlint.analysis.scopes.NameProvider`, which is cheaper): ``import torch as t`` makes
 ``t.device`` resolve to ``torch.device``, ``from torch import cuda`` makes ``cuda.graph`` resolve
 to ``torch.cuda.graph``, and a local that shadows an import resolves to the local instead.

@@ -1,8 +1,8 @@
-"""Qualified names for the rules: the answers of LibCST's ``NameProvider``, computed in
-one visit.
+"""Qualified names for the rules: the answers of LibCST's ``QualifiedNameProvider``, computed in
+one walk.
 
 LibCST computes qualified names from ``ScopeProvider``, which needs ``ExpressionContextProvider``
-and then a second visit to attach a lazy value to every node: about two thirds of the cost of a
+and then a second visit to attach a lazy value to every node: about half the cost of a
 file. The rules only ask what a name, attribute chain or call refers to, so :class:`NameProvider`
 keeps, in a single visit, what that answer needs: each scope's bindings (imports, assignments,
 definitions, parameters, ``global``/``nonlocal``), each name's scope and each access's position

@@ -16,6 +16,7 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 
 import libcst as cst
+from libcst._nodes import op, whitespace  # LibCST's own grouping of its node classes
 
 Method = Callable[[cst.CSTNode], object]
 
@@ -35,27 +36,26 @@ class _FieldOrder(cst.CSTVisitor):
             self.fields.append(attribute)
 
 
-# Whitespace, comments and punctuation: nodes with only such nodes under them.
-TRIVIA = frozenset(
-    name
-    for module in (cst._nodes.whitespace, cst._nodes.op)
-    for name, value in vars(module).items()
-    if isinstance(value, type) and issubclass(value, cst.CSTNode) and value.__module__ == module.__name__
-) | {
-    "LeftParen", "RightParen", "LeftSquareBracket", "RightSquareBracket", "LeftCurlyBrace",
-    "RightCurlyBrace",
+def _node_classes(module) -> frozenset[type]:
+    """The concrete node classes one of LibCST's node modules defines."""
+    return frozenset(
+        value
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and issubclass(value, cst.CSTNode)
+        and value.__module__ == module.__name__
+        and not value.__name__.startswith(("Base", "_"))
+    )
+
+
+# Whitespace and comments; with punctuation and operators, the trivia: nodes that have only such
+# nodes under them, and that no rule looks at.
+WHITESPACE_TYPES = _node_classes(whitespace)
+TRIVIA_TYPES = WHITESPACE_TYPES | _node_classes(op) | {
+    cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
+    cst.LeftCurlyBrace, cst.RightCurlyBrace,
 }  # fmt: skip
-TRIVIA_TYPES = frozenset(
-    getattr(cst, name) for name in TRIVIA if hasattr(cst, name) and not name.startswith("Base")
-)
-WHITESPACE_TYPES = frozenset(
-    value
-    for value in vars(cst._nodes.whitespace).values()
-    if isinstance(value, type)
-    and issubclass(value, cst.CSTNode)
-    and value.__module__ == cst._nodes.whitespace.__name__
-    and not value.__name__.startswith("Base")
-)
+TRIVIA = frozenset(kind.__name__ for kind in TRIVIA_TYPES)
 # The one field LibCST does not visit at all (no field callbacks either) when it is None.
 SKIPPED_WHEN_EMPTY = {"format_spec"}
 _FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
