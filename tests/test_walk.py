@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import libcst as cst
 import pytest
 
 from portlint.analysis.walk import TRIVIA, Walk, children
-from tests.test_names import CORNERS, FILES
+from tests.test_names import COMPARE_TREE, CORNERS, FILES
 
 
 class _LibCSTRecorder(cst.CSTVisitor):
@@ -74,17 +76,26 @@ def _nodes(node: cst.CSTNode):
         yield from _nodes(child)
 
 
-def test_walk_visits_like_libcst_on_every_file_of_the_repository() -> None:
+def _differing(files: list[Path]) -> dict[str, int]:
     differing = {}
-    for path in FILES:
+    for path in files:
         try:
             module = cst.parse_module(path.read_text(encoding="utf-8"))
-        except cst.ParserSyntaxError:
+        except (cst.ParserSyntaxError, UnicodeDecodeError):
             continue
         index = _events_differ(module)
         if index is not None:
-            differing[path.name] = index
-    assert differing == {}
+            differing[str(path)] = index
+    return differing
+
+
+def test_walk_visits_like_libcst_on_every_file_of_the_repository() -> None:
+    assert _differing(FILES) == {}
+
+
+@pytest.mark.skipif(not COMPARE_TREE, reason="PORTLINT_COMPARE_TREE names no tree to compare on")
+def test_walk_visits_like_libcst_on_a_given_tree() -> None:
+    assert _differing(sorted(Path(COMPARE_TREE).rglob("*.py"))) == {}
 
 
 def test_a_visit_method_returning_false_skips_the_children() -> None:

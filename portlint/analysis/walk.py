@@ -140,17 +140,15 @@ class Walk:
 
     def __init__(self, visitors: Iterable[object]) -> None:
         self.visitors = list(visitors)
-        self._plans: dict[type, tuple | None] = {}
+        self._plans: dict[type, tuple] = {}
         self.skip_trivia = not any(_looks_at_trivia(v) for v in self.visitors)
+        self._skipped = TRIVIA_TYPES if self.skip_trivia else frozenset()
 
     def _methods(self, name: str) -> list[Method]:
         return [m for m in (getattr(v, name, None) for v in self.visitors) if _real(m)]
 
-    def _plan(self, node: cst.CSTNode) -> tuple | None:
+    def _plan(self, node: cst.CSTNode) -> tuple:
         kind = type(node).__name__
-        if self.skip_trivia and kind in TRIVIA:
-            self._plans[type(node)] = None
-            return None
         visited, rest = child_fields(node)
         fields = tuple(
             (
@@ -166,12 +164,9 @@ class Walk:
         return plan
 
     def __call__(self, node: cst.CSTNode) -> None:
-        plan = self._plans.get(type(node), False)
-        if plan is False:
-            plan = self._plan(node)
-        if plan is None:
-            return  # trivia no visitor looks at
+        plan = self._plans.get(type(node)) or self._plan(node)
         visits, leaves, fields = plan
+        skipped = self._skipped  # trivia no visitor looks at: not even entered
         descend = True
         for method in visits:
             if method(node) is False:
@@ -185,10 +180,13 @@ class Walk:
                 for method in visits_field:
                     method(node)
                 if kind == _NODE:
-                    self(value)
+                    if type(value) not in skipped:
+                        self(value)
                 elif kind == _SEQUENCE:
                     for child in value:
-                        if (_KINDS.get(type(child)) or _kind(child)) == _NODE:
+                        if (_KINDS.get(type(child)) or _kind(child)) == _NODE and (
+                            type(child) not in skipped
+                        ):
                             self(child)
                 for method in leaves_field:
                     method(node)
