@@ -10,6 +10,7 @@ fixtures, the reference implementation) and on cases chosen for LibCST's corners
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import libcst as cst
@@ -108,13 +109,18 @@ def test_names_match_libcst_on_corner_cases(source: str) -> None:
     assert not _positions_differ(module)
 
 
-def _differences(files: list[Path]) -> dict[str, object]:
-    differences = {}
+def parsed(files: list[Path]) -> Iterator[tuple[Path, cst.Module]]:
+    """Each file that LibCST parses (fixtures of syntax errors are left out), with its module."""
     for path in files:
         try:
-            module = cst.parse_module(path.read_text(encoding="utf-8"))
+            yield path, cst.parse_module(path.read_text(encoding="utf-8"))
         except (cst.ParserSyntaxError, UnicodeDecodeError):
-            continue  # fixtures of syntax errors
+            continue
+
+
+def _differences(files: list[Path]) -> dict[str, object]:
+    differences = {}
+    for path, module in parsed(files):
         found = _answers(module)
         if found or _parents_differ(module) or _positions_differ(module):
             differences[str(path)] = found[:3] or "parents or positions"

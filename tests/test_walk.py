@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import libcst as cst
 import pytest
 
 from portlint.analysis.walk import TRIVIA, Walk, children
-from tests.test_names import COMPARE_TREE, CORNERS, FILES
+from tests.test_names import COMPARE_TREE, CORNERS, FILES, parsed
 
 
 class _LibCSTRecorder(cst.CSTVisitor):
@@ -30,16 +31,34 @@ class _LibCSTRecorder(cst.CSTVisitor):
         self.events.append((f"leave_{type(original_node).__name__}_{attribute}", id(original_node)))
 
 
-class _WalkRecorder:
-    """Answers every ``visit_*``/``leave_*`` method name ``Walk`` asks for."""
+NODE_CLASSES = [
+    value
+    for value in vars(cst).values()
+    if isinstance(value, type)
+    and issubclass(value, cst.CSTNode)
+    and dataclasses.is_dataclass(value)
+]
 
-    def __init__(self) -> None:
-        self.events: list[tuple[str, int]] = []
 
-    def __getattr__(self, name: str):
-        if name.startswith(("visit_", "leave_")) and name != "leave_any":
-            return lambda node: self.events.append((name, id(node)))
-        raise AttributeError(name)
+def _recorder(skip: frozenset[str] = frozenset()) -> type:
+    """A visitor class with a recording ``visit_``/``leave_`` method for every node type and
+    every field of every node type, except the node types named in ``skip``."""
+
+    def method(name: str):
+        return lambda self, node: self.events.append((name, id(node)))
+
+    names = [
+        f"{event}_{kind.__name__}{suffix}"
+        for kind in NODE_CLASSES
+        if kind.__name__ not in skip
+        for suffix in ["", *(f"_{f.name}" for f in dataclasses.fields(kind))]
+        for event in ("visit", "leave")
+    ]
+    methods = {name: method(name) for name in names}
+    return type("Recorder", (), {"__init__": lambda self: setattr(self, "events", []), **methods})
+
+
+_WalkRecorder = _recorder()
 
 
 def _events_differ(module: cst.Module) -> int | None:
@@ -77,16 +96,8 @@ def _nodes(node: cst.CSTNode):
 
 
 def _differing(files: list[Path]) -> dict[str, int]:
-    differing = {}
-    for path in files:
-        try:
-            module = cst.parse_module(path.read_text(encoding="utf-8"))
-        except (cst.ParserSyntaxError, UnicodeDecodeError):
-            continue
-        index = _events_differ(module)
-        if index is not None:
-            differing[str(path)] = index
-    return differing
+    found = {str(path): _events_differ(module) for path, module in parsed(files)}
+    return {path: index for path, index in found.items() if index is not None}
 
 
 def test_walk_visits_like_libcst_on_every_file_of_the_repository() -> None:
@@ -114,13 +125,7 @@ def test_a_visit_method_returning_false_skips_the_children() -> None:
     assert visitor.names == ["a", "c"]
 
 
-class _NonTriviaRecorder(_WalkRecorder):
-    """Has methods for every node type but whitespace, comments and punctuation."""
-
-    def __getattr__(self, name: str):
-        if name.split("_")[1] in TRIVIA:
-            raise AttributeError(name)
-        return super().__getattr__(name)
+_NonTriviaRecorder = _recorder(skip=TRIVIA)  # methods for every node type but trivia
 
 
 def test_trivia_is_skipped_only_where_no_visitor_looks_at_it() -> None:

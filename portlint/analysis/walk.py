@@ -110,23 +110,15 @@ def _real(method: object) -> bool:
     return method is not None and not getattr(method, "_is_no_op", False)
 
 
-def _has_trivia_methods(visitor: object) -> bool:
-    """Whether ``visitor`` (an instance or a class) has a method for a trivia node or field."""
-    listed = [n for n in dir(visitor) if n.startswith(("visit_", "leave_"))]
-    listed += [f"{event}_{name}" for name in TRIVIA for event in ("visit", "leave")]
+@functools.cache
+def _looks_at_trivia(visitor: type) -> bool:
+    """Whether the visitor class has a method for a trivia node or one of its fields."""
     return any(
-        name.split("_")[1] in TRIVIA and _real(getattr(visitor, name, None)) for name in listed
+        name.startswith(("visit_", "leave_"))
+        and name.split("_")[1] in TRIVIA
+        and _real(getattr(visitor, name))
+        for name in dir(visitor)
     )
-
-
-_class_has_trivia_methods = functools.cache(_has_trivia_methods)
-
-
-def _looks_at_trivia(visitor: object) -> bool:
-    """Asked of the class, once, unless its instances make up methods (``__getattr__``)."""
-    if hasattr(type(visitor), "__getattr__"):
-        return _has_trivia_methods(visitor)
-    return _class_has_trivia_methods(type(visitor))
 
 
 class Walk:
@@ -141,7 +133,7 @@ class Walk:
     def __init__(self, visitors: Iterable[object]) -> None:
         self.visitors = list(visitors)
         self._plans: dict[type, tuple] = {}
-        self.skip_trivia = not any(_looks_at_trivia(v) for v in self.visitors)
+        self.skip_trivia = not any(_looks_at_trivia(type(v)) for v in self.visitors)
         self._skipped = TRIVIA_TYPES if self.skip_trivia else frozenset()
 
     def _methods(self, name: str) -> list[Method]:
