@@ -11,8 +11,9 @@ callers one call away, PORT202 at the launch sites of a kernel) and each kept cl
 is kept as it is. A dropped unit's lines become blank lines (a method's first line becomes
 ``pass``, so its class still has a body), so every line and column stays where it was.
 
-Where nothing can be dropped or cutting cannot be done safely (the file does not parse, two units
-share a line), :func:`slice_source` returns None: parse the whole file. (Cutting even when most of
+Where nothing can be dropped or cutting cannot be done safely (two units share a line),
+:func:`slice_source` returns None: parse the whole file. The cut keeps the ``ast`` statements
+that remain, from which positions are computed (``portlint.analysis.positions``). (Cutting even when most of
 a file is kept pays: a blanked line costs LibCST almost nothing; on vLLM this took the cold run
 from 56 s to 41 s.)
 """
@@ -22,6 +23,11 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+
+
+# Lines as Python numbers them: ended by \r\n, \r or \n only (``str.splitlines`` also ends a
+# line at a form feed and other separators, which would put the cut on the wrong lines).
+PHYSICAL_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 @dataclass
@@ -91,13 +97,24 @@ def _aliases(tree: ast.Module, lines: list[str], triggers: tuple[str, ...]) -> r
     return re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
 
 
-def slice_source(source: str, triggers: tuple[str, ...]) -> str | None:
-    """``source`` with the units no trigger concerns blanked out, or None: parse it whole."""
+def parse_ast(source: str) -> ast.Module | None:
+    """Python's own parse of ``source``, or None where it fails."""
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    lines = source.splitlines(keepends=True)
+
+
+@dataclass
+class Slice:
+    text: str  # the source with the dropped units blanked out
+    statements: list[ast.stmt]  # the top-level statements still in it (a blanked unit is gone)
+
+
+def slice_source(source: str, tree: ast.Module, triggers: tuple[str, ...]) -> Slice | None:
+    """``source`` (parsed as ``tree``) with the units no trigger concerns blanked out, or None:
+    parse it whole."""
+    lines = PHYSICAL_LINE.findall(source)
     units, methods = _units(tree)
     leaves = [unit for index, unit in enumerate(units) if index not in methods] + [
         method for group in methods.values() for method in group
@@ -122,6 +139,7 @@ def slice_source(source: str, triggers: tuple[str, ...]) -> str | None:
     dropped = [u for u in leaves if u not in kept]
     if not dropped:
         return None
+    blanked = {unit.start for unit in dropped if not unit.method}
     for unit in dropped:
         first = lines[unit.start - 1]
         indent = first[: len(first) - len(first.lstrip())]
@@ -130,4 +148,5 @@ def slice_source(source: str, triggers: tuple[str, ...]) -> str | None:
         for number in range(unit.start, unit.end):
             line = lines[number]
             lines[number] = "\r\n" if line.endswith("\r\n") else "\n"
-    return "".join(lines)
+    statements = [node for node in tree.body if _span(node)[0] not in blanked]
+    return Slice("".join(lines), statements)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import libcst as cst
-from libcst.metadata import ProviderT
+from libcst.metadata import CodeRange, ProviderT
 
 from portlint.analysis.positions import PositionProvider
 from portlint.catalog import CATALOG
@@ -29,13 +30,40 @@ class Invalid:
     fixed: str | None = None
 
 
+@dataclass(frozen=True)
+class Report:
+    """A finding as a rule reports it: on nodes, before positions are known (they are computed
+    only for the reports that survive the platform guards)."""
+
+    code: str
+    node: cst.CSTNode
+    start: cst.CSTNode  # where the finding begins (``node`` itself unless the rule says)
+    message: str
+    confidence: str
+    fix: Fix | None
+
+    def violation(self, path: str, positions: Mapping[cst.CSTNode, CodeRange]) -> Violation:
+        begin, end = positions[self.start].start, positions[self.node].end
+        return Violation(
+            path=path,
+            line=begin.line,
+            col=begin.column + 1,
+            code=self.code,
+            message=self.message,
+            end_line=end.line,
+            end_col=end.column + 1,
+            confidence=self.confidence,
+            fix=self.fix,
+        )
+
+
 @dataclass
 class FileContext:
     """What a rule may know about the file under analysis."""
 
     path: str
     settings: Settings
-    violations: list[Violation] = field(default_factory=list)
+    reports: list[Report] = field(default_factory=list)
     # False: a fix is described (applicability, message) but its edits are not computed, which
     # costs a rewrite of the module per finding; reports that only show "[*]" do not need them.
     fix_edits: bool = True
@@ -86,20 +114,8 @@ class Rule(cst.BatchableCSTVisitor):
         fix: Fix | None = None,
     ) -> None:
         """Report ``message`` spanning ``node`` (or from ``start`` to the end of ``node``)."""
-        begin = self.get_metadata(PositionProvider, start or node).start
-        end = self.get_metadata(PositionProvider, node).end
-        self.context.violations.append(
-            Violation(
-                path=self.context.path,
-                line=begin.line,
-                col=begin.column + 1,
-                code=self.code,
-                message=message,
-                end_line=end.line,
-                end_col=end.column + 1,
-                confidence=confidence,
-                fix=fix,
-            )
+        self.context.reports.append(
+            Report(self.code, node, start or node, message, confidence, fix)
         )
 
     def visit_Module(self, node: cst.Module) -> None:

@@ -17,6 +17,7 @@ _CODES = r"[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*"
 LINE_NOQA = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{_CODES}))?", re.IGNORECASE)
 FILE_NOQA = re.compile(rf"#\s*portlint\s*:\s*noqa(?::\s*(?P<codes>{_CODES}))?", re.IGNORECASE)
 PORTLINT_CODE = re.compile(r"PORT\d+", re.IGNORECASE)
+NOQA = re.compile("noqa", re.IGNORECASE)  # in every directive: without it, nothing to tokenize
 
 ALL = None  # a suppression without codes: every code
 
@@ -64,6 +65,8 @@ def directives(source: str) -> tuple[dict[int, Directive], list[tuple[str, ...] 
     """The line directives by line, and the codes of each file-wide directive."""
     by_line: dict[int, Directive] = {}
     file_wide: list[tuple[str, ...] | None] = []
+    if not NOQA.search(source):
+        return by_line, file_wide
     for line, col, text in _comments(source):
         if match := FILE_NOQA.search(text):
             file_wide.append(_codes(match))

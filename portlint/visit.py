@@ -9,12 +9,13 @@ import ast
 from contextlib import ExitStack
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper
+from libcst.metadata import BatchableMetadataProvider, MetadataWrapper, ProviderT
 
 from portlint.analysis.guards import GuardAnalysis
+from portlint.analysis.positions import PositionProvider
 from portlint.analysis.walk import Walk
 from portlint.findings import Violation
-from portlint.partial import slice_source
+from portlint.partial import parse_ast, slice_source
 from portlint.registry import all_rules
 from portlint.rule import FileContext, Rule
 from portlint.rules.port001_unused_noqa import UnusedNoqa
@@ -35,15 +36,18 @@ def lint_parsed(
     visiting = [rule for rule in rules if rule is not UnusedNoqa]
     violations: list[Violation] = []
     if visiting:
-        parsed = source
-        if settings.partial_parse and not fix_edits:
+        tree = parse_ast(source)
+        parsed, statements = source, tree.body if tree else None
+        if tree and settings.partial_parse and not fix_edits:
             triggers = tuple(t for rule in visiting for t in rule.triggers)
-            parsed = slice_source(source, triggers) or source
+            if cut := slice_source(source, tree, triggers):
+                parsed, statements = cut.text, cut.statements
         try:
             module = cst.parse_module(parsed)
         except cst.ParserSyntaxError as error:
             return [_syntax_error(path, source, error)]
-        violations = _visit(path, module, visiting, settings, fix_edits)
+        wrapper = _Wrapper(module, parsed, statements)
+        violations = _visit(path, wrapper, visiting, settings, fix_edits)
     kept, used = apply_suppressions(violations, source)
     if UnusedNoqa in rules:
         kept += UnusedNoqa.check(path, source, used, enabled)
@@ -52,9 +56,27 @@ def lint_parsed(
 
 class _Wrapper(MetadataWrapper):
     """LibCST's metadata wrapper, with batched visits (of the rules and of the analyses that
-    are batchable metadata providers) made by :class:`Walk` instead of ``CSTNode.visit``."""
+    are batchable metadata providers) made by :class:`Walk` instead of ``CSTNode.visit``.
+
+    It carries the text the module was parsed from and its top-level statements as ``ast``
+    parsed them, so positions are computed only where asked (``PositionProvider``).
+    """
+
+    def __init__(self, module: cst.Module, source: str, statements: list[ast.stmt] | None) -> None:
+        super().__init__(module, unsafe_skip_copy=True)
+        self.source, self.statements = source, statements
 
     def visit_batched(self, visitors, before_visit=None, after_leave=None) -> cst.Module:
+        if not visitors:  # LibCST asks for a batch even when it has no batchable provider
+            return self.module
+        wanted = _with_dependencies({p for v in visitors for p in v.get_inherited_dependencies()})
+        # The providers that are not batchable first (LibCST resolves providers as their
+        # dependencies complete, so a batchable one can wait for a later walk of its own); then
+        # every batchable provider in one shared walk.
+        for provider in wanted:
+            if not issubclass(provider, BatchableMetadataProvider):
+                self.resolve(provider)
+        self.resolve_many(wanted)
         with ExitStack() as stack:
             for visitor in visitors:
                 stack.enter_context(visitor.resolve(self))
@@ -62,21 +84,27 @@ class _Wrapper(MetadataWrapper):
         return self.module
 
 
+def _with_dependencies(providers: set[ProviderT]) -> set[ProviderT]:
+    for provider in list(providers):
+        providers |= _with_dependencies(set(provider.METADATA_DEPENDENCIES))
+    return providers
+
+
 def _visit(
-    path: str, module: cst.Module, rules: list[type[Rule]], settings: Settings, fix_edits: bool
+    path: str, wrapper: _Wrapper, rules: list[type[Rule]], settings: Settings, fix_edits: bool
 ) -> list[Violation]:
-    """Every rule in one batched visit, then the guarded findings of guardable rules dropped."""
+    """Every rule in one batched visit; the guarded reports of guardable rules dropped, the
+    others placed."""
     context = FileContext(path, settings, fix_edits=fix_edits)
     visitors: list[cst.BatchableCSTVisitor] = [rule(context) for rule in rules]
     guardable = {rule.code for rule in rules if rule.guardable}
     guards = GuardAnalysis(settings.guard_functions) if guardable else None
-    _Wrapper(module, unsafe_skip_copy=True).visit_batched(visitors + ([guards] if guards else []))
-    if guards is None:
-        return context.violations
+    wrapper.visit_batched(visitors + ([guards] if guards else []))
+    positions = wrapper.resolve(PositionProvider)
     return [
-        v
-        for v in context.violations
-        if v.code not in guardable or not guards.is_guarded(v.line, v.col - 1)
+        report.violation(path, positions)
+        for report in context.reports
+        if guards is None or report.code not in guardable or not guards.is_guarded(report.start)
     ]
 
 

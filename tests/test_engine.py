@@ -11,7 +11,7 @@ from portlint.config import Overrides, load_settings
 from portlint.discovery import discover
 from portlint.catalog import CATALOG, codes_with_triggers_in
 from portlint.engine import lint_files, lint_source
-from portlint.partial import slice_source
+from portlint.partial import parse_ast, slice_source
 from portlint.settings import Settings
 from tests.helpers import REPO
 from portlint.registry import all_rules
@@ -209,8 +209,12 @@ def test_partial_parsing_keeps_callers_positions_and_drops_the_rest():
         "    @staticmethod\n    def warm():\n        return torch.zeros(2, device='cuda')\n\n"
         "    def run(self):\n        return self.warm()\n"
     )
-    sliced = slice_source(source, ("'cuda",))
-    assert sliced is not None and len(sliced.splitlines()) == len(source.splitlines())
+    cut = _slice(source, ("'cuda",))
+    assert cut is not None
+    # the statements still there: the import and the class (``unrelated`` is blank lines now)
+    assert [type(s).__name__ for s in cut.statements] == ["Import", "ClassDef"]
+    sliced = cut.text
+    assert len(sliced.splitlines()) == len(source.splitlines())
     assert [line for line in sliced.splitlines() if line.strip()] == [
         "import torch",
         "class Runner:",
@@ -225,11 +229,26 @@ def test_partial_parsing_keeps_callers_positions_and_drops_the_rest():
     ]
     line = source.splitlines().index("        return torch.zeros(2, device='cuda')")
     assert sliced.splitlines()[line] == source.splitlines()[line]
-    assert slice_source("def f(:\n", ("x",)) is None  # does not parse: the whole file
+    assert parse_ast("def f(:\n") is None  # does not parse: the whole file, to LibCST
     # cut even when most of the file is kept; nothing to drop: the whole file
     mostly_kept = "def a():\n" + body + "    return 'cuda'\n\n\ndef b():\n    pass\n"
-    assert slice_source(mostly_kept, ("'cuda",)) == mostly_kept.replace("def b():\n    pass", "\n")
-    assert slice_source("def a():\n    return 'cuda'\n", ("'cuda",)) is None
+    cut = _slice(mostly_kept, ("'cuda",))
+    assert cut.text == mostly_kept.replace("def b():\n    pass", "\n")
+    assert _slice("def a():\n    return 'cuda'\n", ("'cuda",)) is None
+
+
+def test_partial_parsing_counts_lines_as_python_does():
+    """A form feed ends no line for Python (``str.splitlines`` says it does): the cut must
+    blank the unit's own lines, and the finding stays where it is."""
+    source = "import torch\n\f\ndef a():\n    return 1\n\n\ndef b(x):\n    return x.to('cuda')\n"
+    cut = _slice(source, ("'cuda",))
+    assert cut.text == source.replace("def a():\n    return 1\n", "\n\n")
+    found = lint_source("m.py", source, Settings(select=frozenset({"PORT101"})), fix_edits=False)
+    assert [(v.line, v.col) for v in found] == [(8, 17)]
+
+
+def _slice(source: str, triggers: tuple[str, ...]):
+    return slice_source(source, parse_ast(source), triggers)
 
 
 def test_partial_parsing_keeps_the_units_that_use_a_triggering_import():
@@ -238,8 +257,8 @@ def test_partial_parsing_keeps_the_units_that_use_a_triggering_import():
         "from torch.cuda import nvtx\n\n\ndef other(y):\n" + filler + "    return y\n\n\n"
         "def push(name):\n    nvtx.range_push(name)\n"
     )
-    sliced = slice_source(source, ("torch.cuda",))
-    assert sliced is not None and "    nvtx.range_push(name)" in sliced and "y + 3" not in sliced
+    sliced = _slice(source, ("torch.cuda",)).text
+    assert "    nvtx.range_push(name)" in sliced and "y + 3" not in sliced
     found = lint_source("m.py", source, Settings(select=frozenset({"PORT408"})), fix_edits=False)
     assert [(v.line, v.code) for v in found] == [(len(source.splitlines()), "PORT408")]
 

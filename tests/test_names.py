@@ -9,6 +9,7 @@ fixtures, the reference implementation) and on cases chosen for LibCST's corners
 
 from __future__ import annotations
 
+import ast
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +20,10 @@ from libcst import metadata as libcst_metadata
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, QualifiedNameProvider
 
 from portlint.analysis.parents import ParentProvider
-from portlint.analysis.positions import PositionProvider
+from portlint.analysis.positions import PositionProvider, Positions
 from portlint.analysis.scopes import NAMED, NameProvider
 from portlint.analysis.walk import TRIVIA_TYPES
+from portlint.partial import parse_ast, slice_source
 
 REPO = Path(__file__).resolve().parent.parent
 # A further tree (vLLM's, say) to compare on; the comparison is too slow for every run.
@@ -88,17 +90,72 @@ def _parents_differ(module: cst.Module) -> bool:
     return expected != dict(wrapper.resolve(ParentProvider))
 
 
-def _positions_differ(module: cst.Module) -> bool:
-    """Positions differ, for the nodes that are not trivia (which portlint leaves out)."""
+def _positions_differ(
+    module: cst.Module,
+    source: str | None = None,
+    statements: list[ast.stmt] | None = None,
+    fallback_expected: bool = False,
+) -> bool:
+    """Positions differ, for the nodes that are not trivia (which portlint leaves out): those
+    of the whole module at once, and, given the ``source`` it was parsed from (and its
+    ``statements`` where it is a cut), those computed anchor by anchor as each node is asked
+    about (from the end of the file back)."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    expected, ours = (
+    expected, whole = (
         {node: at for node, at in positions.items() if type(node) not in TRIVIA_TYPES}
         for positions in (
             wrapper.resolve(libcst_metadata.PositionProvider),
             wrapper.resolve(PositionProvider),
         )
     )
-    return expected != ours
+    if expected != whole:
+        return True
+    if source is None:
+        return False
+    if statements is None:
+        statements = ast.parse(source).body
+    lazy = Positions(module, wrapper.resolve(ParentProvider), source, statements)
+    if any(lazy[node] != at for node, at in reversed(expected.items()) if node is not module):
+        return True
+    return lazy._whole and not fallback_expected  # a real file is made anchor by anchor
+
+
+def test_positions_are_computed_only_for_the_statement_asked_about() -> None:
+    source = (
+        "import torch\n\n\n@torch.compile\ndef f():\n    return torch.zeros(1)\n\n\n"
+        "class A:\n    # a comment\n    x = 1; y = 2\n\n    def m(self):\n        return 'cuda'\n"
+    )
+    module = cst.parse_module(source)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    lazy = Positions(module, wrapper.resolve(ParentProvider), source, ast.parse(source).body)
+    method = module.body[2].body.body[1]
+    string = method.body.body[0].body[0].value
+    assert (lazy[string].start.line, lazy[string].start.column) == (14, 15)
+    assert set(lazy._computed) <= _nodes_under(method)  # only the method was generated
+    zeros = module.body[1].body.body[0].body[0].value
+    assert (lazy[zeros].start.line, lazy[zeros].start.column) == (6, 11)
+    assert not lazy._whole
+    assert lazy[module].start.line == 1 and lazy._whole  # the module itself: all of it
+
+
+def _nodes_under(node: cst.CSTNode) -> set[cst.CSTNode]:
+    found, pending = set(), [node]
+    while pending:
+        found.add(current := pending.pop())
+        pending.extend(current.children)
+    return found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "@(\n    d)\ndef f():\n    return 1\n",  # a decorator's first line is not its `@`'s
+        "x = 1\n\f\ndef f():\n    return 'cuda'\n",  # a form feed
+        "if True:\n    x = (\n1)\nclass A: y = 2\n",
+    ],
+)
+def test_lazy_positions_where_the_parses_do_not_line_up_simply(source: str) -> None:
+    assert not _positions_differ(cst.parse_module(source), source, fallback_expected=True)
 
 
 @pytest.mark.parametrize("source", CORNERS)
@@ -106,24 +163,30 @@ def test_names_match_libcst_on_corner_cases(source: str) -> None:
     module = cst.parse_module(source)
     assert _answers(module) == []
     assert not _parents_differ(module)
-    assert not _positions_differ(module)
+    assert not _positions_differ(module, source, fallback_expected=True)
 
 
-def parsed(files: list[Path]) -> Iterator[tuple[Path, cst.Module]]:
-    """Each file that LibCST parses (fixtures of syntax errors are left out), with its module."""
+def parsed(files: list[Path]) -> Iterator[tuple[Path, str, cst.Module]]:
+    """Each file that LibCST parses (fixtures of syntax errors are left out), with its text and
+    module."""
     for path in files:
         try:
-            yield path, cst.parse_module(path.read_text(encoding="utf-8"))
+            source = path.read_text(encoding="utf-8")
+            yield path, source, cst.parse_module(source)
         except (cst.ParserSyntaxError, UnicodeDecodeError):
             continue
 
 
 def _differences(files: list[Path]) -> dict[str, object]:
     differences = {}
-    for path, module in parsed(files):
+    for path, source, module in parsed(files):
         found = _answers(module)
-        if found or _parents_differ(module) or _positions_differ(module):
+        if found or _parents_differ(module) or _positions_differ(module, source):
             differences[str(path)] = found[:3] or "parents or positions"
+        tree = parse_ast(source)
+        cut = tree and slice_source(source, tree, ("cuda",))
+        if cut and _positions_differ(cst.parse_module(cut.text), cut.text, cut.statements):
+            differences[str(path)] = "positions in the cut file"
     return differences
 
 

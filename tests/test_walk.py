@@ -96,7 +96,7 @@ def _nodes(node: cst.CSTNode):
 
 
 def _differing(files: list[Path]) -> dict[str, int]:
-    found = {str(path): _events_differ(module) for path, module in parsed(files)}
+    found = {str(path): _events_differ(module) for path, _, module in parsed(files)}
     return {path: index for path, index in found.items() if index is not None}
 
 

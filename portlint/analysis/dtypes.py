@@ -178,28 +178,40 @@ class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
         """What ``value`` (bound to ``name``) is: an int64 origin, INTEGER, or None (unknown)."""
         if isinstance(value, (cst.Name, cst.Attribute)):
             return self.fact_of(value)
-        line = self.get_metadata(PositionProvider, value).start.line
         if isinstance(value, cst.Subscript):
-            return self._derive(name, line, "indexing", self.evaluate(name, value.value))
+            return self._derive(name, value, "indexing", self.evaluate(name, value.value))
         if isinstance(value, cst.UnaryOperation) and isinstance(
             value.operator, (cst.BitInvert, cst.Minus)
         ):
             return self.evaluate(name, value.expression)
         if isinstance(value, cst.BinaryOperation):
-            return self._arithmetic(name, line, value)
+            return self._arithmetic(name, value)
         if isinstance(value, cst.Comparison):
             return INTEGER  # a bool tensor (a Python bool has no tensor methods to call later)
         if isinstance(value, cst.Call):
-            return self._call(name, line, value)
+            return self._call(name, value)
         return None
 
-    def _derive(self, name: str, line: int, how: str, parent: Fact) -> Fact:
+    def _origin(
+        self,
+        name: str,
+        at: cst.BaseExpression,
+        how: str,
+        parent: Int64Origin | None = None,
+        implicit: bool = True,
+    ) -> Int64Origin:
+        """An int64 origin at ``at``'s line (positions are asked for int64 values only: they
+        are computed where asked)."""
+        line = self.get_metadata(PositionProvider, at).start.line
+        return Int64Origin(name, line, how, parent, implicit)
+
+    def _derive(self, name: str, at: cst.BaseExpression, how: str, parent: Fact) -> Fact:
         """The same dtype as ``parent``, reached by a dtype-preserving operation."""
         if isinstance(parent, Int64Origin):
-            return Int64Origin(name, line, how, parent, parent.implicit)
+            return self._origin(name, at, how, parent, parent.implicit)
         return parent
 
-    def _arithmetic(self, name: str, line: int, value: cst.BinaryOperation) -> Fact:
+    def _arithmetic(self, name: str, value: cst.BinaryOperation) -> Fact:
         if not isinstance(value.operator, INTEGER_OPERATORS):
             return None
         sides = [
@@ -209,19 +221,21 @@ class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
         if None in sides:
             return None
         origin = next((s for s in sides if isinstance(s, Int64Origin)), None)
-        return self._derive(name, line, "arithmetic", origin) if origin else INTEGER
+        return self._derive(name, value, "arithmetic", origin) if origin else INTEGER
 
-    def _dtype_fact(self, name: str, line: int, dtype: cst.BaseExpression, how: str) -> Fact:
+    def _dtype_fact(
+        self, name: str, at: cst.BaseExpression, dtype: cst.BaseExpression, how: str
+    ) -> Fact:
         names = qualified_names(self, dtype)
         if names & INT64:
-            return Int64Origin(name, line, how, implicit=False)
+            return self._origin(name, at, how, implicit=False)
         return INTEGER if names & OTHER_INTEGERS else None
 
-    def _call(self, name: str, line: int, value: cst.Call) -> Fact:
+    def _call(self, name: str, value: cst.Call) -> Fact:
         dtype = keyword(value, "dtype")
         if dtype is not None:
             code = cst.Module([]).code_for_node(dtype.value)
-            return self._dtype_fact(name, line, dtype.value, f"`dtype={code}`")
+            return self._dtype_fact(name, value, dtype.value, f"`dtype={code}`")
         callee = qualified_names(self, value.func)
         method = method_name(value)
         receiver = value.func.value if isinstance(value.func, cst.Attribute) else None
@@ -229,57 +243,59 @@ class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
         first = value.args[0].value if value.args else None
 
         if "torch.arange" in callee and not _has_float_literal(value):
-            return Int64Origin(name, line, "`torch.arange` of integers")
+            return self._origin(name, value, "`torch.arange` of integers")
         if "torch.tensor" in callee and first is not None and _is_int_literal_tree(first):
-            return Int64Origin(name, line, "`torch.tensor` of integers")
+            return self._origin(name, value, "`torch.tensor` of integers")
         if "torch.full" in callee:
             fill = keyword(value, "fill_value") or positional(value, 1)
             if fill is not None and _is_int_literal_tree(fill.value):
-                return Int64Origin(name, line, "`torch.full` with an integer")
+                return self._origin(name, value, "`torch.full` with an integer")
             return None
         if callee & INT64_BY_DEFAULT:
-            return Int64Origin(name, line, f"`{min(callee & INT64_BY_DEFAULT)}`")
+            return self._origin(name, value, f"`{min(callee & INT64_BY_DEFAULT)}`")
         if callee & {f"torch.{r}" for r in REDUCTIONS} and first is not None:
             if self.evaluate(name, first) is not None:
-                return Int64Origin(name, line, "a sum of an integer tensor")
+                return self._origin(name, value, "a sum of an integer tensor")
             return None
         if callee & LIKE_FACTORIES and first is not None:
             like = min(callee & LIKE_FACTORIES)
             parent = self.evaluate(name, first)
             if isinstance(parent, Int64Origin):
-                return Int64Origin(name, line, f"`{like}`", parent)
+                return self._origin(name, value, f"`{like}`", parent)
             return parent
         if receiver is None or callee & {"torch"}:
             return None
-        return self._method(name, line, value, method, receiver_fact)
+        return self._method(name, value, method, receiver_fact)
 
-    def _method(self, name: str, line: int, value: cst.Call, method: str, receiver: Fact) -> Fact:
+    def _method(self, name: str, value: cst.Call, method: str, receiver: Fact) -> Fact:
         if method == "long":
-            return Int64Origin(name, line, "`.long()`", implicit=False)
+            return self._origin(name, value, "`.long()`", implicit=False)
         if method in ("int", "bool", "short", "byte"):
             return INTEGER
         if method in INT64_METHODS:
-            return Int64Origin(name, line, f"`.{method}()`")
+            return self._origin(name, value, f"`.{method}()`")
         if method == "to":
             target = keyword(value, "dtype") or positional(value, 0)
             if target is None:
                 return receiver
-            fact = self._dtype_fact(name, line, target.value, "`.to(torch.int64)`")
+            fact = self._dtype_fact(name, value, target.value, "`.to(torch.int64)`")
             if fact is not None:
                 return fact
             return (
-                self._derive(name, line, "`.to(device)`", receiver)
+                self._derive(name, value, "`.to(device)`", receiver)
                 if _looks_like_device(target.value)
                 else None
             )
         if method in REDUCTIONS:
             return (
-                Int64Origin(name, line, f"`.{method}()` of an integer tensor") if receiver else None
+                self._origin(name, value, f"`.{method}()` of an integer tensor")
+                if receiver
+                else None
             )
         if method in NEW_METHODS:
             if isinstance(receiver, Int64Origin):
-                return Int64Origin(name, line, f"`.{method}()`", receiver)
+                return self._origin(name, value, f"`.{method}()`", receiver)
             return receiver
         if method in PRESERVING_METHODS:
-            return self._derive(name, line, f"`.{method}()`", receiver)
+            return self._derive(name, value, f"`.{method}()`", receiver)
         return None

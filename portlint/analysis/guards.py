@@ -1,6 +1,6 @@
 """Platform guards: code that only runs on CUDA (or ROCm, whose torch device type is "cuda" too).
 
-``GuardAnalysis`` is visited with the rules. It records the source ranges that run only on CUDA:
+``GuardAnalysis`` is visited with the rules. It records the code (nodes) that runs only on CUDA:
 the body of ``if torch.cuda.is_available():`` (or ``x.is_cuda``, ``x.device.type == "cuda"``,
 ``current_platform.is_cuda()``, a configured guard call), the ``else`` of a negated guard, the
 rest of a block after ``if not <guard>: return`` or ``assert <guard>``, the CUDA side of a
@@ -11,14 +11,10 @@ them is guarded ("one call away"). Rules with ``guardable = True`` drop findings
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import libcst as cst
-from libcst.metadata import CodeRange
 
 from portlint.analysis.names import dotted_name, qualified_names
 from portlint.analysis.parents import ParentProvider
-from portlint.analysis.positions import PositionProvider
 from portlint.analysis.scopes import NameProvider
 
 CUDA_TYPES = {"cuda", "hip", "rocm"}
@@ -29,12 +25,6 @@ GUARD_VARIABLES = {
     "is_cuda", "use_cuda", "on_cuda", "cuda_available", "is_rocm", "is_hip", "is_nvidia",
 }  # fmt: skip
 VERSION_ATTRIBUTES = {"torch.version.cuda", "torch.version.hip"}
-
-Position = tuple[int, int]
-
-
-def _pos(position) -> Position:
-    return position.line, position.column
 
 
 def _exits(block: cst.BaseSuite) -> bool:
@@ -54,23 +44,19 @@ def _string_values(node: cst.BaseExpression) -> list[str] | None:
     return None
 
 
-@dataclass
-class FunctionInfo:
-    range: CodeRange
-    callers: list[Position] = field(default_factory=list)
-
-
 class GuardAnalysis(cst.BatchableCSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider, NameProvider, ParentProvider)
+    METADATA_DEPENDENCIES = (NameProvider, ParentProvider)
 
     def __init__(self, guard_functions: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.guard_functions = set(guard_functions)
-        self.ranges: list[tuple[Position, Position]] = []
-        self.functions: dict[str, FunctionInfo] = {}
-        self.calls: list[tuple[str, Position]] = []
+        # Nodes that run only on CUDA, with everything under them.
+        self.marked: set[cst.CSTNode] = set()
+        self.functions: dict[str, cst.FunctionDef] = {}
+        self.callers: dict[cst.FunctionDef, list[cst.Call]] = {}
+        self.calls: list[tuple[str, cst.Call]] = []
         self.classes: list[str] = []
-        self._guarded_functions: list[tuple[Position, Position]] | None = None
+        self._guarded_functions: set[cst.FunctionDef] | None = None
 
     # --- What counts as a guard -----------------------------------------------------------
     def polarity(self, test: cst.BaseExpression) -> int:
@@ -136,21 +122,19 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             return -1
         return 0
 
-    # --- Recording guarded ranges ---------------------------------------------------------
+    # --- Recording guarded code ------------------------------------------------------------
+    def visit_Module(self, node: cst.Module) -> None:
+        self.parents = self.metadata[ParentProvider]  # kept for the queries after the visit
+
     def _mark(self, node: cst.CSTNode) -> None:
-        position = self.get_metadata(PositionProvider, node)
-        self.ranges.append((_pos(position.start), _pos(position.end)))
+        self.marked.add(node)
 
     def _mark_rest_of_block(self, statement: cst.CSTNode) -> None:
         block = self.get_metadata(ParentProvider, statement, None)
         body = getattr(block, "body", None)
         if not isinstance(body, (list, tuple)) or statement not in body:
             return
-        rest = body[body.index(statement) + 1 :]
-        if rest:
-            start = self.get_metadata(PositionProvider, rest[0]).start
-            end = self.get_metadata(PositionProvider, rest[-1]).end
-            self.ranges.append((_pos(start), _pos(end)))
+        self.marked.update(body[body.index(statement) + 1 :])
 
     def visit_If(self, node: cst.If) -> None:
         polarity = self.polarity(node.test)
@@ -189,7 +173,7 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         key = ".".join([*self.classes[-1:], node.name.value])
-        self.functions[key] = FunctionInfo(self.get_metadata(PositionProvider, node))
+        self.functions[key] = node
 
     def visit_Call(self, node: cst.Call) -> None:
         callee = dotted_name(node.func)
@@ -197,37 +181,43 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             return
         if callee.startswith(("self.", "cls.")) and self.classes:
             callee = f"{self.classes[-1]}.{callee.split('.', 1)[1]}"
-        self.calls.append((callee, _pos(self.get_metadata(PositionProvider, node).start)))
+        self.calls.append((callee, node))
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        for callee, position in self.calls:
+        for callee, call in self.calls:
             if callee in self.functions:
-                self.functions[callee].callers.append(position)
+                self.callers.setdefault(self.functions[callee], []).append(call)
 
     # --- Queries --------------------------------------------------------------------------
-    def _in_ranges(self, position: Position, ranges: list[tuple[Position, Position]]) -> bool:
-        return any(start <= position <= end for start, end in ranges)
+    def _within(self, node: cst.CSTNode, functions: set[cst.FunctionDef]) -> bool:
+        """Whether ``node`` is under a marked node, or in the body of one of ``functions``
+        (its decorators run where it is defined, not where it is called)."""
+        child = None
+        while node is not None:
+            if node in self.marked:
+                return True
+            if node in functions and not (child is not None and child in node.decorators):
+                return True
+            child, node = node, self.parents.get(node)
+        return False
 
-    def guarded_function_ranges(self) -> list[tuple[Position, Position]]:
+    def guarded_functions(self) -> set[cst.FunctionDef]:
         """Functions all of whose (one or more) callers in the module are guarded, to a fixpoint."""
         if self._guarded_functions is None:
-            guarded: dict[str, tuple[Position, Position]] = {}
+            guarded: set[cst.FunctionDef] = set()
             changed = True
             while changed:
                 changed = False
-                known = self.ranges + list(guarded.values())
-                for name, info in self.functions.items():
-                    if name in guarded or not info.callers:
+                for function in self.functions.values():
+                    callers = self.callers.get(function)
+                    if function in guarded or not callers:
                         continue
-                    if all(self._in_ranges(c, known) for c in info.callers):
-                        guarded[name] = (_pos(info.range.start), _pos(info.range.end))
+                    if all(self._within(call, guarded) for call in callers):
+                        guarded.add(function)
                         changed = True
-            self._guarded_functions = list(guarded.values())
+            self._guarded_functions = guarded
         return self._guarded_functions
 
-    def is_guarded(self, line: int, column: int) -> bool:
-        """Whether the 1-based ``line`` and 0-based ``column`` run only on CUDA."""
-        position = (line, column)
-        return self._in_ranges(position, self.ranges) or self._in_ranges(
-            position, self.guarded_function_ranges()
-        )
+    def is_guarded(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` runs only on CUDA."""
+        return self._within(node, self.guarded_functions())

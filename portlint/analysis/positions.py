@@ -1,20 +1,31 @@
-"""Node positions, as LibCST's ``PositionProvider`` gives them, for every node but whitespace.
+"""Node positions, as LibCST's ``PositionProvider`` gives them, for every node but whitespace,
+computed only for the statements that hold a node someone asks about.
 
 LibCST computes positions by generating the module's code and noting where each node starts and
-ends, whitespace and punctuation included (most of a tree's nodes), with a generator-based
-context manager per node. This provider generates the same code with the same bookkeeping
-(lighter) and leaves out whitespace and comments, which no rule reports and no analysis asks
-about (punctuation stays: LibCST ends an ``import`` at its closing parenthesis).
-``tests/test_names.py`` checks every other node's position equal to LibCST's on real files.
+ends, whitespace and punctuation included, with a generator-based context manager per node:
+about a third of a file's analysis, though a rule asks where a handful of nodes are. Here the
+same code is generated with the same bookkeeping (lighter, and without entries for whitespace
+and comments, which no rule reports and no analysis asks about; punctuation stays: LibCST ends an
+``import`` at its closing parenthesis), but one *anchor* at a time: the top-level statement, or
+the member of a top-level class, that holds the node asked about. Where an anchor's code starts
+comes from Python's own parse of the same text (``ast``, which the engine has already made to cut
+the file): the line of its first token, less its leading blank and comment lines. Without that
+parse, or where the two parses do not line up, the whole module is generated at the first
+question. ``tests/test_names.py`` checks every non-whitespace node's position equal to LibCST's
+on real files, both ways.
 """
 
 from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping, Sequence
 
 import libcst as cst
 from libcst._position import CodePosition, CodeRange
 from libcst.metadata import BaseMetadataProvider
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 
+from portlint.analysis.parents import ParentProvider
 from portlint.analysis.walk import WHITESPACE_TYPES
 
 
@@ -65,11 +76,151 @@ class _State(PositionProvidingCodegenState):
             self.column += len(value)
 
 
-class PositionProvider(BaseMetadataProvider[CodeRange]):
-    def _gen_impl(self, module: cst.Module) -> None:
+def _first_line(statement: ast.stmt) -> int:
+    """The line of a statement's first token (its first decorator's ``@``, if it has one)."""
+    decorators = getattr(statement, "decorator_list", ())
+    return min([statement.lineno, *(d.lineno for d in decorators)])
+
+
+def _pair(
+    body: Sequence[cst.BaseStatement], statements: Sequence[ast.stmt]
+) -> dict[cst.BaseStatement, ast.stmt] | None:
+    """Each statement of a LibCST block with the first of its ``ast`` statements (a line of
+    ``a; b`` is one LibCST statement and two ``ast`` ones), or None if they do not line up."""
+    pairs, index = {}, 0
+    for node in body:
+        if index >= len(statements):
+            return None
+        pairs[node] = statements[index]
+        index += len(node.body) if isinstance(node, cst.SimpleStatementLine) else 1
+    return pairs if index == len(statements) else None
+
+
+class Positions(Mapping[cst.CSTNode, CodeRange]):
+    """Positions by node, generated anchor by anchor as nodes are asked about."""
+
+    def __init__(
+        self,
+        module: cst.Module,
+        parents: Mapping[cst.CSTNode, cst.CSTNode],
+        source: str | None = None,
+        statements: Sequence[ast.stmt] | None = None,
+    ) -> None:
+        """``source``: the text ``module`` was parsed from; ``statements``: its top-level
+        statements as ``ast`` parsed them. Without both, the whole module at the first question."""
+        self.module, self.parents = module, parents
+        self._computed: dict[cst.CSTNode, CodeRange] = {}
+        known = source is not None and statements is not None
+        self._lines = NEWLINE_RE.split(source) if known else []
+        self._top = _pair(module.body, statements) if known else None
+        self._members: dict[cst.ClassDef, dict[cst.BaseStatement, ast.stmt] | None] = {}
+        self._generated: set[cst.CSTNode] = set()
+        self._whole = False
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        try:
+            return self._computed[node]
+        except KeyError:
+            if self._whole:
+                raise
+        if not self._generate_anchor_of(node):
+            self._generate_whole()
+        return self._computed[node]
+
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        self._generate_whole()
+        return iter(self._computed)
+
+    def __len__(self) -> int:
+        self._generate_whole()
+        return len(self._computed)
+
+    def _generate_whole(self) -> None:
+        if not self._whole:
+            self._whole = True
+            self._computed = {}
+            self.module._codegen(self._state())
+
+    def _state(self, line: int = 1, indent: str | None = None) -> _State:
         state = _State(
-            default_indent=module.default_indent,
-            default_newline=module.default_newline,
+            default_indent=self.module.default_indent,
+            default_newline=self.module.default_newline,
             provider=self,
         )
-        module._codegen(state)
+        state.line = line
+        if indent is not None:
+            state.indent_tokens.append(indent)
+        return state
+
+    def _generate_anchor_of(self, node: cst.CSTNode) -> bool:
+        """Generate the statement that holds ``node``; False where that cannot be done alone."""
+        if self._top is None:
+            return False
+        path = [node]
+        while (parent := self.parents.get(path[-1])) is not None:
+            path.append(parent)
+        if len(path) < 2 or path[-1] is not self.module:
+            return False
+        top = path[-2]
+        if top in self._generated:  # an anchor already made, and still no position: none
+            return True
+        anchor, pairs, indent = top, self._top, None
+        body = getattr(top, "body", None)
+        if isinstance(top, cst.ClassDef) and isinstance(body, cst.IndentedBlock) and len(path) >= 4:
+            if path[-3] is body and path[-4] in body.body:
+                pairs = self._class_pairs(top)
+                if pairs is None:
+                    return False
+                anchor = path[-4]
+                indent = self.module.default_indent if body.indent is None else body.indent
+        if anchor in self._generated:
+            return True
+        line = self._start_line(anchor, pairs[anchor], indent or "")
+        if line is None:
+            return False
+        self._generated.add(anchor)
+        anchor._codegen(self._state(line, indent))
+        return True
+
+    def _class_pairs(self, top: cst.ClassDef) -> dict[cst.BaseStatement, ast.stmt] | None:
+        if top not in self._members:
+            statement = self._top[top]
+            self._members[top] = (
+                _pair(top.body.body, statement.body)
+                if isinstance(statement, ast.ClassDef)
+                else None
+            )
+        return self._members[top]
+
+    def _start_line(
+        self, anchor: cst.BaseStatement, statement: ast.stmt, indent: str
+    ) -> int | None:
+        """Where ``anchor``'s code starts: its first token's line less its leading lines, once
+        the text agrees (those lines blank or comments; the first token where it should be)."""
+        first = _first_line(statement)
+        start = first - len(anchor.leading_lines)
+        if start < 1 or first > len(self._lines):
+            return None
+        if any(self._lines[n].strip()[:1] not in ("", "#") for n in range(start - 1, first - 1)):
+            return None
+        text = self._lines[first - 1]
+        if not text.startswith(indent) or text[len(indent) : len(indent) + 1] in ("", " ", "\t"):
+            return None
+        if getattr(anchor, "decorators", None) and text[len(indent)] != "@":
+            return None
+        return start
+
+
+class PositionProvider(BaseMetadataProvider[CodeRange]):
+    """Positions for a wrapper's module; anchor by anchor where the wrapper carries the text
+    and the ``ast`` statements the module was parsed from (``portlint.visit``), else whole."""
+
+    METADATA_DEPENDENCIES = (ParentProvider,)
+
+    def _gen(self, wrapper) -> Positions:
+        return Positions(
+            wrapper.module,
+            wrapper.resolve(ParentProvider),
+            getattr(wrapper, "source", None),
+            getattr(wrapper, "statements", None),
+        )
