@@ -28,15 +28,25 @@ from dataclasses import dataclass
 # Lines as Python numbers them: ended by \r\n, \r or \n only (``str.splitlines`` also ends a
 # line at a form feed and other separators, which would put the cut on the wrong lines).
 PHYSICAL_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 
 
-@dataclass
+@dataclass(eq=False)
 class Unit:
     name: str
     start: int  # first line (of the first decorator), 1-based
     end: int  # last line
-    method: bool
+    owner: str | None  # the class of a method; None for a top-level function or class
     text: str = ""
+
+    @property
+    def method(self) -> bool:
+        return self.owner is not None
+
+    def defined_names(self) -> set[str]:
+        """Its name and the names of the functions defined in it (read off the text: a name too
+        many only keeps more)."""
+        return {self.name, *DEF.findall(self.text)}
 
 
 def _span(node: ast.AST) -> tuple[int, int]:
@@ -51,28 +61,58 @@ def _units(tree: ast.Module) -> tuple[list[Unit], dict[int, list[Unit]]]:
     for node in tree.body:
         if not isinstance(node, definitions):
             continue
-        units.append(Unit(node.name, *_span(node), method=False))
+        units.append(Unit(node.name, *_span(node), owner=None))
         if isinstance(node, ast.ClassDef):
             methods[len(units) - 1] = [
-                Unit(child.name, *_span(child), method=True)
+                Unit(child.name, *_span(child), owner=node.name)
                 for child in node.body
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
             ]
     return units, methods
 
 
+def _words(names: set[str]) -> re.Pattern:
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
+
+
 def _closure(candidates: list[Unit], kept: list[Unit]) -> list[Unit]:
-    """``kept``, and the candidates that mention a kept unit's name, to a fixpoint (callers of
-    callers: whether a function is guarded depends on its callers being guarded)."""
+    """``kept``, and the candidates that may call a function defined in a kept unit, to a
+    fixpoint (callers of callers: whether a function is guarded depends on its callers being
+    guarded; PORT202 looks at a kernel's launches).
+
+    A call counts as the guard analysis counts it: ``f(...)`` (or ``f[grid](...)``) for a
+    function ``f`` outside classes; for a function ``f`` in class ``C``, ``C.f(...)`` anywhere
+    and ``self.f(...)``/``cls.f(...)`` in ``C``'s methods. A method named like a common word
+    (``forward``) then keeps its own class's callers, not every unit that says ``forward``.
+    """
     kept = list(kept)
-    names: set[str] = set()
+    followed: set[int] = set()
     while True:
-        new_names = {u.name for u in kept} - names
-        if not new_names:
+        new = [u for u in kept if id(u) not in followed]
+        if not new:
             return kept
-        names |= new_names
-        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(new_names))) + r")\b")
-        kept += [u for u in candidates if u not in kept and pattern.search(u.text)]
+        followed |= {id(u) for u in new}
+        anywhere: set[str] = set()
+        in_class: dict[str, set[str]] = {}
+        for unit in new:
+            names = unit.defined_names()
+            if unit.owner is None:
+                anywhere |= names
+            else:
+                anywhere |= {f"{unit.owner}.{name}" for name in names}
+                in_class.setdefault(unit.owner, set()).update(names)
+        calls = _words(anywhere)
+        own = {
+            owner: re.compile(r"\b(?:self|cls)\.(?:" + "|".join(map(re.escape, sorted(n))) + r")\b")
+            for owner, n in in_class.items()
+        }
+        kept_ids = {id(u) for u in kept}
+        kept += [
+            u
+            for u in candidates
+            if id(u) not in kept_ids
+            and (calls.search(u.text) or (u.owner in own and own[u.owner].search(u.text)))
+        ]
 
 
 def _aliases(tree: ast.Module, lines: list[str], triggers: tuple[str, ...]) -> re.Pattern | None:
@@ -94,7 +134,7 @@ def _aliases(tree: ast.Module, lines: list[str], triggers: tuple[str, ...]) -> r
                 names.add(child.name)
     if not names:
         return None
-    return re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
+    return _words(names)
 
 
 def parse_ast(source: str) -> ast.Module | None:

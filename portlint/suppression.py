@@ -17,7 +17,10 @@ _CODES = r"[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*"
 LINE_NOQA = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{_CODES}))?", re.IGNORECASE)
 FILE_NOQA = re.compile(rf"#\s*portlint\s*:\s*noqa(?::\s*(?P<codes>{_CODES}))?", re.IGNORECASE)
 PORTLINT_CODE = re.compile(r"PORT\d+", re.IGNORECASE)
-NOQA = re.compile("noqa", re.IGNORECASE)  # in every directive: without it, nothing to tokenize
+# Every directive says "noqa": where no line that does can matter, nothing is tokenized.
+NOQA_OR_NEWLINE = re.compile(r"\r\n?|\n|noqa", re.IGNORECASE)
+LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
+PORTLINT_NOQA = re.compile(r"noqa\s*:[^\r\n]*PORT\d", re.IGNORECASE)  # one that names our codes
 
 ALL = None  # a suppression without codes: every code
 
@@ -50,7 +53,7 @@ def _comments(source: str) -> list[tuple[int, int, str]]:
     try:
         return [
             (token.start[0], token.start[1], token.string)
-            for token in tokenize.generate_tokens(io.StringIO(source).readline)
+            for token in tokenize.generate_tokens(io.StringIO(source, newline=None).readline)
             if token.type == tokenize.COMMENT
         ]
     except (tokenize.TokenError, SyntaxError):
@@ -61,12 +64,21 @@ def _comments(source: str) -> list[tuple[int, int, str]]:
         ]
 
 
+def noqa_lines(source: str) -> set[int]:
+    """The lines (1-based, as Python counts them) on which "noqa" occurs, in a comment or not."""
+    lines, line = set(), 1
+    for match in NOQA_OR_NEWLINE.finditer(source):
+        if match.group()[0] in "\r\n":
+            line += 1
+        else:
+            lines.add(line)
+    return lines
+
+
 def directives(source: str) -> tuple[dict[int, Directive], list[tuple[str, ...] | None]]:
     """The line directives by line, and the codes of each file-wide directive."""
     by_line: dict[int, Directive] = {}
     file_wide: list[tuple[str, ...] | None] = []
-    if not NOQA.search(source):
-        return by_line, file_wide
     for line, col, text in _comments(source):
         if match := FILE_NOQA.search(text):
             file_wide.append(_codes(match))
@@ -90,6 +102,9 @@ def apply_suppressions(
     """
     if not violations:
         return violations, set()
+    lines = noqa_lines(source)
+    if not any(v.line in lines for v in violations) and not FILE_NOQA.search(source):
+        return violations, set()  # no directive on their lines, none for the whole file
     by_line, file_wide = directives(source)
     kept: list[Violation] = []
     used: set[tuple[int, str]] = set()
@@ -107,15 +122,22 @@ def apply_suppressions(
     return kept, used
 
 
+def _split_lines(source: str) -> tuple[list[str], list[str]]:
+    """The lines as Python counts them (ended by \\r\\n, \\r or \\n; ``str.splitlines`` also
+    ends them at form feeds), and the line break after each ("" after the last)."""
+    parts = LINE_BREAK.split(source)
+    return parts[0::2], [*parts[1::2], ""]
+
+
 def commentable_lines(source: str) -> set[int] | None:
     """Lines at whose end a comment can be added: not inside a string, not continued with ``\\``.
 
     None when the source does not tokenize.
     """
-    lines = source.splitlines()
+    lines, _ = _split_lines(source)
     inside: set[int] = set()
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        for token in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):
             if token.type == tokenize.STRING and token.end[0] > token.start[0]:
                 inside.update(range(token.start[0], token.end[0]))
     except (tokenize.TokenError, SyntaxError):
@@ -137,12 +159,10 @@ def add_noqa(source: str, violations: list[Violation]) -> tuple[str, int, list[i
             wanted[v.line].append(v.code)
     existing, _ = directives(source)
     commentable = commentable_lines(source) or set()
-    lines = source.split("\n")
+    lines, breaks = _split_lines(source)
     changed, skipped = 0, []
     for number, codes in sorted(wanted.items()):
-        text = lines[number - 1]
-        body = text.rstrip("\r")
-        ending = text[len(body) :]
+        body = lines[number - 1]
         directive = existing.get(number)
         if directive is not None:
             if directive.codes is ALL:
@@ -155,6 +175,6 @@ def add_noqa(source: str, violations: list[Violation]) -> tuple[str, int, list[i
             skipped.append(number)
             continue
         if new != body:
-            lines[number - 1] = new + ending
+            lines[number - 1] = new
             changed += 1
-    return "\n".join(lines), changed, skipped
+    return "".join(line + end for line, end in zip(lines, breaks, strict=True)), changed, skipped

@@ -269,3 +269,33 @@ def test_every_trigger_contains_a_needle_of_the_prefilter():
     for code, entry in CATALOG.items():
         for trigger in entry.triggers:
             assert any(needle in trigger for needle in NEEDLES), (code, trigger)
+
+
+def test_noqa_lines_are_counted_as_python_counts_lines():
+    from portlint.suppression import noqa_lines
+
+    assert noqa_lines("a\rb  # noqa\r\nc\nd  # NOQA: PORT101\n'noqa'") == {2, 4, 5}
+    assert noqa_lines("x = 1\n") == set()
+
+
+def test_a_noqa_suppresses_after_old_mac_line_endings():
+    """The quick check for "noqa" on a finding's line counts a lone ``\\r`` as a line end."""
+    source = "import torch\rx = 1\rd = torch.device('cuda')  # noqa: PORT101\r"
+    settings = Settings(select=frozenset({"PORT101", "PORT001"}))
+    assert lint_source("m.py", source, settings, fix_edits=False) == []
+    unsuppressed = lint_source("m.py", source.replace("  # noqa: PORT101", ""), settings)
+    assert [(v.line, v.code) for v in unsuppressed] == [(3, "PORT101")]
+
+
+def test_add_noqa_counts_lines_as_python_does():
+    from portlint.suppression import add_noqa
+
+    source = "import torch\rx = 1\f\r\nd = torch.device('cuda')\r"
+    found = lint_source("m.py", source, Settings(select=frozenset({"PORT101"})), fix_edits=False)
+    assert [v.line for v in found] == [3]
+    fixed, changed, skipped = add_noqa(source, found)
+    assert (fixed, changed, skipped) == (
+        "import torch\rx = 1\f\r\nd = torch.device('cuda')  # noqa: PORT101\r",
+        1,
+        [],
+    )

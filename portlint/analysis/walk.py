@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator
+from types import MethodType
 
 import libcst as cst
 from libcst._nodes import op, whitespace  # LibCST's own grouping of its node classes
@@ -104,6 +105,10 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield from (child for child in value if _kind(child) == _NODE)
 
 
+# Per set of visitor classes, per node type: the methods to call (see ``Walk._class_plan``).
+_CLASS_PLANS: dict[tuple[type, ...], dict[type, tuple]] = {}
+
+
 def _real(method: object) -> bool:
     """A method that does something: not absent, and not one of the no-op methods LibCST's
     visitor classes define for every node type."""
@@ -133,25 +138,49 @@ class Walk:
     def __init__(self, visitors: Iterable[object]) -> None:
         self.visitors = list(visitors)
         self._plans: dict[type, tuple] = {}
-        self.skip_trivia = not any(_looks_at_trivia(type(v)) for v in self.visitors)
+        classes = tuple(type(v) for v in self.visitors)
+        self._classes = classes
+        self._class_plans = _CLASS_PLANS.setdefault(classes, {})
+        self.skip_trivia = not any(_looks_at_trivia(c) for c in classes)
         self._skipped = TRIVIA_TYPES if self.skip_trivia else frozenset()
 
-    def _methods(self, name: str) -> list[Method]:
-        return [m for m in (getattr(v, name, None) for v in self.visitors) if _real(m)]
+    def _functions(self, name: str) -> tuple[tuple[int, Callable], ...]:
+        """The visitors' real methods called ``name``, unbound, with the visitor's index."""
+        return tuple(
+            (index, function)
+            for index, kind in enumerate(self._classes)
+            if _real(function := getattr(kind, name, None))
+        )
 
-    def _plan(self, node: cst.CSTNode) -> tuple:
+    def _class_plan(self, node: cst.CSTNode) -> tuple:
+        """What to call for a node type, by visitor class: made once per process for a set of
+        visitor classes, not once per file."""
         kind = type(node).__name__
         visited, rest = child_fields(node)
         fields = tuple(
             (
                 field,
                 field in visited and field not in SKIPPED_WHEN_EMPTY,
-                self._methods(f"visit_{kind}_{field}"),
-                self._methods(f"leave_{kind}_{field}"),
+                self._functions(f"visit_{kind}_{field}"),
+                self._functions(f"leave_{kind}_{field}"),
             )
             for field in (*visited, *rest)
         )
-        plan = (self._methods(f"visit_{kind}"), self._methods(f"leave_{kind}"), fields)
+        plan = (self._functions(f"visit_{kind}"), self._functions(f"leave_{kind}"), fields)
+        self._class_plans[type(node)] = plan
+        return plan
+
+    def _bind(self, functions: tuple[tuple[int, Callable], ...]) -> list[Method]:
+        return [MethodType(function, self.visitors[index]) for index, function in functions]
+
+    def _plan(self, node: cst.CSTNode) -> tuple:
+        visits, leaves, fields = self._class_plans.get(type(node)) or self._class_plan(node)
+        bind = self._bind
+        plan = (
+            bind(visits),
+            bind(leaves),
+            tuple((f, always, bind(v), bind(le)) for f, always, v, le in fields),
+        )
         self._plans[type(node)] = plan
         return plan
 

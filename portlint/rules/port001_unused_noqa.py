@@ -3,7 +3,7 @@ from __future__ import annotations
 from portlint.findings import SAFE, Edit, Fix, Violation, split_lines
 from portlint.registry import all_rules
 from portlint.rule import Invalid, Rule
-from portlint.suppression import PORTLINT_CODE, Directive, directives
+from portlint.suppression import PORTLINT_CODE, PORTLINT_NOQA, Directive, directives
 
 
 class UnusedNoqa(Rule):
@@ -75,6 +75,8 @@ class UnusedNoqa(Rule):
         cls, path: str, source: str, used: set[tuple[int, str]], enabled: frozenset[str]
     ) -> list[Violation]:
         """The directives of ``source`` naming codes that suppressed nothing (``used`` did)."""
+        if not PORTLINT_NOQA.search(source):
+            return []  # no directive names a code of ours
         known = all_rules()
         found = []
         lines = split_lines(source)
