@@ -299,3 +299,39 @@ def test_add_noqa_counts_lines_as_python_does():
         1,
         [],
     )
+
+
+def test_partial_parsing_keeps_the_callers_the_guard_analysis_counts():
+    """A kept method's callers are ``self.m``/``cls.m`` in its class and ``C.m`` anywhere (as the
+    guard analysis counts them); another class's ``x.forward()`` is no caller of ``A.forward``."""
+    filler = "".join(f"        y = y + {i}\n" for i in range(5))
+    source = (
+        "import torch\n\n\nclass A:\n"
+        "    def forward(self):\n        torch.cuda.synchronize()\n\n"
+        "    def run(self, y):\n" + filler + "        return self.forward()\n\n\n"
+        "class B:\n"
+        "    def step(self, x, y):\n" + filler + "        return x.forward()\n\n"
+        "    def call(self, y):\n" + filler + "        return A.forward(y)\n"
+    )
+    kept = [line.strip() for line in _slice(source, ("torch.cuda",)).text.splitlines()]
+    assert "return self.forward()" in kept and "return A.forward(y)" in kept
+    assert "return x.forward()" not in kept
+    # Guarded only through its callers: all of them must be in the cut, and are.
+    guarded = source.replace(
+        "        return self.forward()", "        if current_platform.is_cuda():\n"
+        "            return self.forward()"
+    ).replace("        return A.forward(y)", "        assert current_platform.is_cuda()\n"
+              "        return A.forward(y)")  # fmt: skip
+    cuda_api = frozenset(f"PORT40{n}" for n in range(1, 10))
+    settings = Settings(select=cuda_api)
+    whole = Settings(select=cuda_api, partial_parse=False)
+    assert lint_source("m.py", guarded, settings, fix_edits=False) == []
+    assert lint_source("m.py", guarded, whole, fix_edits=False) == []
+    assert [v.line for v in lint_source("m.py", source, settings, fix_edits=False)] == [6]
+    # One caller guarded, `A.forward(y)` not: still reported, which needs that caller in the cut.
+    half = source.replace(
+        "        return self.forward()",
+        "        if current_platform.is_cuda():\n            return self.forward()",
+    )
+    assert [v.line for v in lint_source("m.py", half, settings, fix_edits=False)] == [6]
+    assert [v.line for v in lint_source("m.py", half, whole, fix_edits=False)] == [6]
