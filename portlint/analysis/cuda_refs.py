@@ -109,22 +109,31 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
         parent = self.get_metadata(ParentProvider, node, None)
         if isinstance(parent, cst.Attribute) or dotted_name(node) is None:
             return  # part of a longer chain, the attribute's name, or an attribute of a value
+        is_cuda = isinstance(node, cst.Attribute) and node.attr.value == "is_cuda"
+        found = None if is_cuda else self._api(node)
+        if not (is_cuda or found):
+            return  # most names: checked before the costlier questions below
         if isinstance(parent, cst.AssignTarget) or self._in_annotation(node):
             return  # monkeypatching torch.cuda, or a type: nothing runs on a device there
         call = parent if isinstance(parent, cst.Call) and parent.func is node else None
-        if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
+        if is_cuda:
             if call is None and not (
                 isinstance(node.value, cst.Name) and node.value.value == "self"
             ):
                 self.set_metadata(node, CudaReference(IS_CUDA, IS_CUDA.name))
             return
+        api, qualified = found
+        grandparent = self.get_metadata(ParentProvider, call, None) if call else None
+        with_item = isinstance(grandparent, cst.WithItem)
+        self.set_metadata(node, CudaReference(api, qualified, call, with_item))
+
+    def _api(self, node: cst.Name | cst.Attribute) -> tuple[CudaApi, str] | None:
+        """The CUDA-only API ``node`` names, with the qualified name it is known by."""
         for qualified in sorted(qualified_names(self, node)):
             api = lookup(qualified)
             if api is not None:
-                grandparent = self.get_metadata(ParentProvider, call, None) if call else None
-                with_item = isinstance(grandparent, cst.WithItem)
-                self.set_metadata(node, CudaReference(api, qualified, call, with_item))
-                return
+                return api, qualified
+        return None
 
 
 def _device_type(expression: str) -> str:
