@@ -205,58 +205,85 @@ def lint_files(
     and their results are stored (the caller saves the cache).
     """
     result = RunResult(files_checked=len(files))
-    work: list[Job] = []
     digests: dict[str, str] = {}
-    for file in files:
-        path = str(file)
-        cached = cache.lookup(path) if cache else None
-        if cached is not None:
-            result.violations.extend(cached)
-            continue
-        try:
-            data = read_bytes(path)
-            source = decode_source(path, data)
-        except SourceError as error:
-            result.violations.append(error.violation)
-            continue
-        if cache:
-            digests[path] = digest(data)
-            cached = cache.lookup_content(path, digests[path])
+    with _Runner(jobs or os.cpu_count() or 1) as runner:
+        for file in files:
+            path = str(file)
+            cached = cache.lookup(path) if cache else None
             if cached is not None:
                 result.violations.extend(cached)
                 continue
-        codes = codes_with_triggers_in(source, settings.codes_for(path))
-        if codes:
-            work.append((path, source, settings, fix_edits, codes))
-        elif cache:
-            cache.store(path, digests[path], [])
-    result.files_parsed = len(work)
-    for path, violations, error in _run(work, jobs or os.cpu_count() or 1, progress):
-        result.violations.extend(violations)
-        if error:
-            result.internal_errors.append(error)
-        elif cache:
-            cache.store(path, digests[path], violations)
+            try:
+                data = read_bytes(path)
+                source = decode_source(path, data)
+            except SourceError as error:
+                result.violations.append(error.violation)
+                continue
+            if cache:
+                digests[path] = digest(data)
+                cached = cache.lookup_content(path, digests[path])
+                if cached is not None:
+                    result.violations.extend(cached)
+                    continue
+            codes = codes_with_triggers_in(source, settings.codes_for(path))
+            if codes:
+                runner.submit((path, source, settings, fix_edits, codes))
+            elif cache:
+                cache.store(path, digests[path], [])
+        result.files_parsed = runner.submitted
+        for path, violations, error in runner.results(progress):
+            result.violations.extend(violations)
+            if error:
+                result.internal_errors.append(error)
+            elif cache:
+                cache.store(path, digests[path], violations)
     result.violations.sort()
     return result
 
 
-def _run(
-    work: list[Job], jobs: int, progress: Callable[[int, int], None] | None
-) -> Iterator[tuple[str, list[Violation], str | None]]:
-    total = len(work)
-    if jobs <= 1 or total < 2 * MIN_FILES_PER_WORKER:
-        for done, job in enumerate(work, 1):
-            yield _lint_job(job)
-            if progress:
-                progress(done, total)
-        return
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+class _Runner:
+    """Runs lint jobs: in this process for a few files, else in a pool of processes started as
+    soon as there are enough jobs to pay for it, which works while the rest of the files are
+    still read and gated here."""
 
-    workers = min(jobs, total // MIN_FILES_PER_WORKER)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_lint_job, job) for job in work]
-        for done, future in enumerate(as_completed(futures), 1):
-            yield future.result()
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self.submitted = 0
+        self.waiting: list[Job] = []  # not yet handed to a pool
+        self.futures: list = []
+        self.pool = None
+
+    def __enter__(self) -> _Runner:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+    def submit(self, job: Job) -> None:
+        self.submitted += 1
+        if self.pool is not None:
+            self.futures.append(self.pool.submit(_lint_job, job))
+            return
+        self.waiting.append(job)
+        if self.jobs > 1 and len(self.waiting) >= 2 * MIN_FILES_PER_WORKER:
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(max_workers=self.jobs)
+            self.futures = [self.pool.submit(_lint_job, waiting) for waiting in self.waiting]
+            self.waiting = []
+
+    def results(
+        self, progress: Callable[[int, int], None] | None
+    ) -> Iterator[tuple[str, list[Violation], str | None]]:
+        """Each job's result, as jobs complete (call once every job is submitted)."""
+        if self.pool is None:
+            outcomes = (_lint_job(job) for job in self.waiting)
+        else:
+            from concurrent.futures import as_completed
+
+            outcomes = (future.result() for future in as_completed(self.futures))
+        for done, outcome in enumerate(outcomes, 1):
+            yield outcome
             if progress:
-                progress(done, total)
+                progress(done, self.submitted)
