@@ -335,3 +335,17 @@ def test_partial_parsing_keeps_the_callers_the_guard_analysis_counts():
     )
     assert [v.line for v in lint_source("m.py", half, settings, fix_edits=False)] == [6]
     assert [v.line for v in lint_source("m.py", half, whole, fix_edits=False)] == [6]
+
+
+def test_a_guarded_function_covers_its_body_not_its_decorators():
+    """Only called under a CUDA guard: its body runs on CUDA only; its decorators run where it
+    is defined."""
+    source = (
+        "import torch\n\n\n"
+        "@register(torch.cuda.current_device())\n"
+        "def warm():\n    torch.cuda.synchronize()\n\n\n"
+        "def run():\n    if torch.version.cuda is not None:\n        warm()\n"
+    )
+    settings = Settings(select=frozenset(f"PORT40{n}" for n in range(1, 10)))
+    found = lint_source("m.py", source, settings, fix_edits=False)
+    assert [(v.line, v.col) for v in found] == [(4, 11)]
