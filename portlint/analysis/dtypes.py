@@ -15,10 +15,11 @@ and arithmetic with integers; comparisons make bool tensors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import BatchableMetadataProvider
+from libcst.metadata import BatchableMetadataProvider, CodeRange
 
 from portlint.analysis.names import dotted_name, keyword, method_name, positional, qualified_names
 from portlint.analysis.positions import PositionProvider
@@ -54,17 +55,25 @@ INTEGER = "integer"  # a tensor of some integer or bool dtype other than int64
 
 @dataclass(frozen=True)
 class Int64Origin:
-    """How a tensor came to be int64: ``name`` got it at ``line`` by ``how``, maybe from ``parent``.
+    """How a tensor came to be int64: ``name`` got it at ``at`` by ``how``, maybe from ``parent``.
 
     ``implicit``: nobody asked for int64 on the way (a default, or an inheritance without
     ``dtype=``), as opposed to ``dtype=torch.int64``, ``.long()`` or ``.to(torch.int64)``.
     """
 
     name: str
-    line: int
+    at: cst.CSTNode  # the expression that made it int64
     how: str
     parent: Int64Origin | None = None
     implicit: bool = True
+    # Where ``at`` is, asked only when a finding names the line (positions cost where asked).
+    positions: Mapping[cst.CSTNode, CodeRange] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    @property
+    def line(self) -> int:
+        return self.positions[self.at].start.line
 
     @property
     def root(self) -> Int64Origin:
@@ -200,10 +209,9 @@ class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
         parent: Int64Origin | None = None,
         implicit: bool = True,
     ) -> Int64Origin:
-        """An int64 origin at ``at``'s line (positions are asked for int64 values only: they
-        are computed where asked)."""
-        line = self.get_metadata(PositionProvider, at).start.line
-        return Int64Origin(name, line, how, parent, implicit)
+        """An int64 origin at ``at``, which can tell its line."""
+        positions = self.metadata[PositionProvider]
+        return Int64Origin(name, at, how, parent, implicit, positions)
 
     def _derive(self, name: str, at: cst.BaseExpression, how: str, parent: Fact) -> Fact:
         """The same dtype as ``parent``, reached by a dtype-preserving operation."""

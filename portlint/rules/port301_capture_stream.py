@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
+from libcst.metadata import CodeRange
 
 from portlint.analysis.capture import CaptureRegion, CaptureRegionProvider
 from portlint.analysis.device_scope import walk
@@ -19,18 +21,29 @@ Position = tuple[int, int]
 
 
 @dataclass(frozen=True)
-class CallSite:
-    callee: str
-    start: Position
-    stream: str | None  # the stream of the innermost `with torch.cuda.stream(s)`, if any
-    exits: frozenset[int]  # the enclosing blocks that end in `return` or `raise`
-    region: CaptureRegion | None  # the capture region the call is in, if any
-    node: cst.Call = field(compare=False)
+class _Placed:
+    """Something at a node, whose start is computed when a comparison or a message needs it
+    (positions cost where asked; most call sites are never compared)."""
+
+    node: cst.CSTNode = field(compare=False)
+    positions: Mapping[cst.CSTNode, CodeRange] = field(compare=False, repr=False)
+
+    @property
+    def start(self) -> Position:
+        position = self.positions[self.node].start
+        return position.line, position.column
 
 
 @dataclass(frozen=True)
-class StreamBinding:
-    start: Position
+class CallSite(_Placed):
+    callee: str
+    stream: str | None  # the stream of the innermost `with torch.cuda.stream(s)`, if any
+    exits: frozenset[int]  # the enclosing blocks that end in `return` or `raise`
+    region: CaptureRegion | None  # the capture region the call is in, if any
+
+
+@dataclass(frozen=True)
+class StreamBinding(_Placed):
     source: StreamSource | None
 
 
@@ -276,15 +289,15 @@ class CaptureStreamNotWarmed(Rule):
             and not qualified_names(self, node.func) & NOT_WARMUPS
         ):
             exits = frozenset(block for block, exits in self.frame.blocks if exits)
-            self.frame.calls.append(
-                CallSite(callee, self._start(node), stream, exits, region, node)
-            )
+            positions = self.metadata[PositionProvider]
+            self.frame.calls.append(CallSite(node, positions, callee, stream, exits, region))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             key = dotted_name(target.target)
             if key:
-                binding = StreamBinding(self._start(node), self._source(node.value))
+                positions = self.metadata[PositionProvider]
+                binding = StreamBinding(node, positions, self._source(node.value))
                 self.frame.bindings.setdefault(key, []).append(binding)
 
     def _stream_context(self, node: cst.With) -> list[str | None]:
@@ -310,7 +323,7 @@ class CaptureStreamNotWarmed(Rule):
         return [
             c
             for c in frame.calls
-            if c.start < start and c.callee in captured and c.exits <= capture.blocks
+            if c.callee in captured and c.exits <= capture.blocks and c.start < start
         ]
 
     def _check_frame(self, frame: Frame) -> None:
