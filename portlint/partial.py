@@ -5,17 +5,18 @@ qualified names in about 5 s more; most of that is spent on functions no rule lo
 file is cut with Python's own parser (``ast``, about 100 times faster) into units — top-level
 functions and classes, and the methods of classes — and only the units that mention a trigger
 string, or a name that a module-level statement mentioning one binds (``from torch.cuda import
-nvtx`` binds ``nvtx``), are kept, with the units that call them (by name, to a fixpoint: the guard analysis looks at
-callers one call away, PORT202 at the launch sites of a kernel) and each kept class's
-``__init__`` (where ``self.device`` is set). Everything else at module level (imports, assignments, ``if`` blocks)
+nvtx`` binds ``nvtx``), are kept, with the units that may call a function they define (as the
+guard analysis counts calls, to a fixpoint: it looks at callers one call away, PORT202 at the
+launch sites of a kernel; see :func:`_closure`) and each kept class's ``__init__`` (where
+``self.device`` is set). Everything else at module level (imports, assignments, ``if`` blocks)
 is kept as it is. A dropped unit's lines become blank lines (a method's first line becomes
 ``pass``, so its class still has a body), so every line and column stays where it was.
 
 Where nothing can be dropped or cutting cannot be done safely (two units share a line),
 :func:`slice_source` returns None: parse the whole file. The cut keeps the ``ast`` statements
-that remain, from which positions are computed (``portlint.analysis.positions``). (Cutting even when most of
-a file is kept pays: a blanked line costs LibCST almost nothing; on vLLM this took the cold run
-from 56 s to 41 s.)
+that remain, from which positions are computed (``portlint.analysis.positions``). (Cutting even
+when most of a file is kept pays: a blanked line costs LibCST almost nothing; on vLLM this took
+the cold run from 56 s to 41 s.)
 """
 
 from __future__ import annotations
