@@ -206,7 +206,7 @@ def lint_files(
     """
     result = RunResult(files_checked=len(files))
     digests: dict[str, str] = {}
-    with _Runner(jobs or os.cpu_count() or 1) as runner:
+    with _Runner(jobs or os.cpu_count() or 1, len(files)) as runner:
         for file in files:
             path = str(file)
             cached = cache.lookup(path) if cache else None
@@ -246,8 +246,9 @@ class _Runner:
     soon as there are enough jobs to pay for it, which works while the rest of the files are
     still read and gated here."""
 
-    def __init__(self, jobs: int) -> None:
-        self.jobs = jobs
+    def __init__(self, jobs: int, candidates: int) -> None:
+        # No more processes than the files could keep busy (at most ``candidates`` get parsed).
+        self.workers = min(jobs, candidates // MIN_FILES_PER_WORKER)
         self.submitted = 0
         self.waiting: list[Job] = []  # not yet handed to a pool
         self.futures: list = []
@@ -266,10 +267,10 @@ class _Runner:
             self.futures.append(self.pool.submit(_lint_job, job))
             return
         self.waiting.append(job)
-        if self.jobs > 1 and len(self.waiting) >= 2 * MIN_FILES_PER_WORKER:
+        if self.workers > 1 and len(self.waiting) >= 2 * MIN_FILES_PER_WORKER:
             from concurrent.futures import ProcessPoolExecutor
 
-            self.pool = ProcessPoolExecutor(max_workers=self.jobs)
+            self.pool = ProcessPoolExecutor(max_workers=self.workers)
             self.futures = [self.pool.submit(_lint_job, waiting) for waiting in self.waiting]
             self.waiting = []
 

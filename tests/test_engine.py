@@ -349,3 +349,15 @@ def test_a_guarded_function_covers_its_body_not_its_decorators():
     settings = Settings(select=frozenset(f"PORT40{n}" for n in range(1, 10)))
     found = lint_source("m.py", source, settings, fix_edits=False)
     assert [(v.line, v.col) for v in found] == [(4, 11)]
+
+
+def test_the_pool_is_no_larger_than_the_files_can_keep_busy():
+    from portlint.engine import MIN_FILES_PER_WORKER, _Runner
+
+    assert _Runner(16, 20).workers == 20 // MIN_FILES_PER_WORKER  # 2, not 16, for 20 files
+    assert _Runner(2, 3000).workers == 2
+    with _Runner(16, 10) as runner:  # too few files for a pool: run here
+        for n in range(10):
+            runner.submit((f"m{n}.py", "x = 1\n", Settings(), False, ["PORT101"]))
+        assert runner.pool is None
+        assert [path for path, _, _ in runner.results(None)] == [f"m{n}.py" for n in range(10)]
