@@ -4,6 +4,7 @@ around. Nothing here imports LibCST, so a run that parses nothing never loads it
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 
 SAFE, UNSAFE = "safe", "unsafe"
@@ -46,10 +47,14 @@ class Violation:
     fix: Fix | None = None
 
 
+# A line as Python and LibCST count them: ended by \r\n, \r or \n (``str.splitlines`` also ends
+# one at a form feed and other separators, which puts everything after on the wrong line).
+LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
 def split_lines(text: str) -> list[str]:
-    """Lines with their ends, split at "\n" only (as LibCST counts lines; "\r\n" stays whole)."""
-    parts = text.split("\n")
-    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+    """Lines with their ends, as Python numbers them."""
+    return LINE.findall(text)
 
 
 def line_edits(old: str, new: str) -> tuple[Edit, ...]:

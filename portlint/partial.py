@@ -25,10 +25,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from portlint.findings import split_lines
 
-# Lines as Python numbers them: ended by \r\n, \r or \n only (``str.splitlines`` also ends a
-# line at a form feed and other separators, which would put the cut on the wrong lines).
-PHYSICAL_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 
 
@@ -155,7 +153,7 @@ class Slice:
 def slice_source(source: str, tree: ast.Module, triggers: tuple[str, ...]) -> Slice | None:
     """``source`` (parsed as ``tree``) with the units no trigger concerns blanked out, or None:
     parse it whole."""
-    lines = PHYSICAL_LINE.findall(source)
+    lines = split_lines(source)
     units, methods = _units(tree)
     leaves = [unit for index, unit in enumerate(units) if index not in methods] + [
         method for group in methods.values() for method in group

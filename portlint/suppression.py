@@ -11,15 +11,14 @@ import re
 import tokenize
 from dataclasses import dataclass
 
-from portlint.findings import Violation
+from portlint.findings import Violation, split_lines
 
 _CODES = r"[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*"
 LINE_NOQA = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{_CODES}))?", re.IGNORECASE)
 FILE_NOQA = re.compile(rf"#\s*portlint\s*:\s*noqa(?::\s*(?P<codes>{_CODES}))?", re.IGNORECASE)
 PORTLINT_CODE = re.compile(r"PORT\d+", re.IGNORECASE)
 # Every directive says "noqa": where no line that does can matter, nothing is tokenized.
-NOQA_OR_NEWLINE = re.compile(r"\r\n?|\n|noqa", re.IGNORECASE)
-LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
+NOQA = re.compile("noqa", re.IGNORECASE)
 PORTLINT_NOQA = re.compile(r"noqa\s*:[^\r\n]*PORT\d", re.IGNORECASE)  # one that names our codes
 
 ALL = None  # a suppression without codes: every code
@@ -66,13 +65,7 @@ def _comments(source: str) -> list[tuple[int, int, str]]:
 
 def noqa_lines(source: str) -> set[int]:
     """The lines (1-based, as Python counts them) on which "noqa" occurs, in a comment or not."""
-    lines, line = set(), 1
-    for match in NOQA_OR_NEWLINE.finditer(source):
-        if match.group()[0] in "\r\n":
-            line += 1
-        else:
-            lines.add(line)
-    return lines
+    return {n for n, line in enumerate(split_lines(source), 1) if NOQA.search(line)}
 
 
 def directives(source: str) -> tuple[dict[int, Directive], list[tuple[str, ...] | None]]:
@@ -122,19 +115,12 @@ def apply_suppressions(
     return kept, used
 
 
-def _split_lines(source: str) -> tuple[list[str], list[str]]:
-    """The lines as Python counts them (ended by \\r\\n, \\r or \\n; ``str.splitlines`` also
-    ends them at form feeds), and the line break after each ("" after the last)."""
-    parts = LINE_BREAK.split(source)
-    return parts[0::2], [*parts[1::2], ""]
-
-
 def commentable_lines(source: str) -> set[int] | None:
     """Lines at whose end a comment can be added: not inside a string, not continued with ``\\``.
 
     None when the source does not tokenize.
     """
-    lines, _ = _split_lines(source)
+    lines = [line.rstrip("\r\n") for line in split_lines(source)]
     inside: set[int] = set()
     try:
         for token in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):
@@ -159,10 +145,11 @@ def add_noqa(source: str, violations: list[Violation]) -> tuple[str, int, list[i
             wanted[v.line].append(v.code)
     existing, _ = directives(source)
     commentable = commentable_lines(source) or set()
-    lines, breaks = _split_lines(source)
+    lines = split_lines(source)
     changed, skipped = 0, []
     for number, codes in sorted(wanted.items()):
-        body = lines[number - 1]
+        body = lines[number - 1].rstrip("\r\n")
+        ending = lines[number - 1][len(body) :]
         directive = existing.get(number)
         if directive is not None:
             if directive.codes is ALL:
@@ -175,6 +162,6 @@ def add_noqa(source: str, violations: list[Violation]) -> tuple[str, int, list[i
             skipped.append(number)
             continue
         if new != body:
-            lines[number - 1] = new
+            lines[number - 1] = new + ending
             changed += 1
-    return "".join(line + end for line, end in zip(lines, breaks, strict=True)), changed, skipped
+    return "".join(lines), changed, skipped

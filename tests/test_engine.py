@@ -361,3 +361,13 @@ def test_the_pool_is_no_larger_than_the_files_can_keep_busy():
             runner.submit((f"m{n}.py", "x = 1\n", Settings(), False, ["PORT101"]))
         assert runner.pool is None
         assert [path for path, _, _ in runner.results(None)] == [f"m{n}.py" for n in range(10)]
+
+
+def test_a_fix_edits_its_own_line_after_old_mac_line_endings():
+    """Fix edits count lines as the findings do: a lone ``\\r`` ends a line."""
+    from portlint.engine import fix_source
+
+    source = "x = 1\ry = 2  # noqa: PORT102\rz = 3\r"
+    result = fix_source("m.py", source, Settings(select=frozenset({"PORT001", "PORT102"})))
+    assert result.source == "x = 1\ry = 2\rz = 3\r"
+    assert result.applied["PORT001"] == 1
