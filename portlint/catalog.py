@@ -54,12 +54,19 @@ GUARDABLE = frozenset(code for code, entry in CATALOG.items() if entry.guardable
 NEEDLES = ("cuda", "noqa", "NOQA", "NoQA", "nccl", "NCCL", "new_", "jit", "graph(", "capture_begin")
 
 
+# The codes by their triggers: the nine PORT4xx rules share theirs, which are looked for once.
+_GROUPS: dict[tuple[str, ...], frozenset[str]] = {
+    triggers: frozenset(code for code, entry in CATALOG.items() if entry.triggers == triggers)
+    for triggers in {entry.triggers: None for entry in CATALOG.values()}
+}
+
+
 def codes_with_triggers_in(source: str, codes: frozenset[str]) -> list[str]:
     """The text gate: the enabled codes with at least one trigger string in ``source``."""
     if not any(needle in source for needle in NEEDLES):
         return []
-    return [
-        code
-        for code, entry in CATALOG.items()
-        if code in codes and any(trigger in source for trigger in entry.triggers)
-    ]
+    found: set[str] = set()
+    for triggers, group in _GROUPS.items():
+        if not group.isdisjoint(codes) and any(trigger in source for trigger in triggers):
+            found |= group
+    return [code for code in CATALOG if code in codes and code in found]

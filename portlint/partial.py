@@ -3,14 +3,23 @@
 LibCST parses a 7,000-line module in about 0.6 s and computes its positions, parents and
 qualified names in about 5 s more; most of that is spent on functions no rule looks at. Here the
 file is cut with Python's own parser (``ast``, about 100 times faster) into units — top-level
-functions and classes, and the methods of classes — and only the units that mention a trigger
-string, or a name that a module-level statement mentioning one binds (``from torch.cuda import
-nvtx`` binds ``nvtx``), are kept, with the units that may call a function they define (as the
-guard analysis counts calls, to a fixpoint: it looks at callers one call away, PORT202 at the
-launch sites of a kernel; see :func:`_closure`) and each kept class's ``__init__`` (where
-``self.device`` is set). Everything else at module level (imports, assignments, ``if`` blocks)
-is kept as it is. A dropped unit's lines become blank lines (a method's first line becomes
-``pass``, so its class still has a body), so every line and column stays where it was.
+functions and classes, and the methods of classes — and only these units are kept:
+
+- the units that mention a trigger string, or a name that a module-level statement mentioning
+  one binds (``from torch.cuda import nvtx`` binds ``nvtx``);
+- for the rules whose findings depend on callers (the guardable ones: a function is guarded when
+  its callers are), the units that may call a function a kept unit defines, as the guard
+  analysis counts calls, to a fixpoint (see :func:`_closure`), and the ``__init__`` of a class
+  whose methods they concern (where ``self.device`` is set, which their fixes use);
+- the units that launch a Triton kernel a kept unit defines (``kernel[grid](...)``: PORT202
+  checks the launch, one call away).
+
+A top-level function that mentions a trigger only in its decorators or signature (a Triton
+kernel: ``@triton.jit``), and that nothing above needs whole, keeps only those: its body is
+Triton code, which no rule reads. Everything else at module level (imports, assignments, ``if``
+blocks) is kept as it is. A dropped unit's lines become blank lines (a method's first line, or a
+trimmed function's first body line, becomes ``pass``, so the block still has a body), so every
+line and column stays where it was.
 
 Where nothing can be dropped or cutting cannot be done safely (two units share a line),
 :func:`slice_source` returns None: parse the whole file. The cut keeps the ``ast`` statements
@@ -36,7 +45,9 @@ class Unit:
     start: int  # first line (of the first decorator), 1-based
     end: int  # last line
     owner: str | None  # the class of a method; None for a top-level function or class
+    body_start: int | None = None  # a top-level function's first body line, if it starts one
     text: str = ""
+    body: str = ""  # the text from ``body_start`` on
 
     @property
     def method(self) -> bool:
@@ -53,14 +64,24 @@ def _span(node: ast.AST) -> tuple[int, int]:
     return min([node.lineno, *(d.lineno for d in decorators)]), node.end_lineno or node.lineno
 
 
-def _units(tree: ast.Module) -> tuple[list[Unit], dict[int, list[Unit]]]:
+def _body_start(node: ast.AST, lines: list[str]) -> int | None:
+    """The line a function's body starts, where that line holds nothing of its header."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    first = node.body[0]
+    if first.lineno <= node.lineno or lines[first.lineno - 1][: first.col_offset].strip():
+        return None
+    return first.lineno
+
+
+def _units(tree: ast.Module, lines: list[str]) -> tuple[list[Unit], dict[int, list[Unit]]]:
     """Top-level functions and classes; for each class (by its index), its methods."""
     definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     units, methods = [], {}
     for node in tree.body:
         if not isinstance(node, definitions):
             continue
-        units.append(Unit(node.name, *_span(node), owner=None))
+        units.append(Unit(node.name, *_span(node), owner=None, body_start=_body_start(node, lines)))
         if isinstance(node, ast.ClassDef):
             methods[len(units) - 1] = [
                 Unit(child.name, *_span(child), owner=node.name)
@@ -77,9 +98,9 @@ def _words(names: set[str]) -> re.Pattern:
 def _closure(candidates: list[Unit], kept: list[Unit]) -> list[Unit]:
     """``kept``, and the candidates that may call a function defined in a kept unit, to a
     fixpoint (callers of callers: whether a function is guarded depends on its callers being
-    guarded; PORT202 looks at a kernel's launches).
+    guarded).
 
-    A call counts as the guard analysis counts it: ``f(...)`` (or ``f[grid](...)``) for a
+    A call counts as the guard analysis counts it: ``f(...)`` for a
     function ``f`` outside classes; for a function ``f`` in class ``C``, ``C.f(...)`` anywhere
     and ``self.f(...)``/``cls.f(...)`` in ``C``'s methods. A method named like a common word
     (``forward``) then keeps its own class's callers, not every unit that says ``forward``.
@@ -150,42 +171,74 @@ class Slice:
     statements: list[ast.stmt]  # the top-level statements still in it (a blanked unit is gone)
 
 
-def slice_source(source: str, tree: ast.Module, triggers: tuple[str, ...]) -> Slice | None:
+def _mentions(text: str, triggers: tuple[str, ...], aliases: re.Pattern | None) -> bool:
+    return any(t in text for t in triggers) or bool(aliases and aliases.search(text))
+
+
+def _launchers(candidates: list[Unit], kept: list[Unit]) -> list[Unit]:
+    """The candidates that may launch a Triton kernel a kept unit defines (``kernel[grid](...)``,
+    the launch PORT202 checks); one call away, as PORT202 looks no further."""
+    names = {name for unit in kept for name in unit.defined_names()}
+    launch = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\s*\[")
+    return [unit for unit in candidates if unit not in kept and launch.search(unit.text)]
+
+
+def slice_source(
+    source: str,
+    tree: ast.Module,
+    triggers: tuple[str, ...],
+    followed: tuple[str, ...] | None = None,
+) -> Slice | None:
     """``source`` (parsed as ``tree``) with the units no trigger concerns blanked out, or None:
-    parse it whole."""
+    parse it whole. ``followed``: the triggers of the rules whose findings depend on callers (the
+    guardable ones); by default all of them."""
+    followed = triggers if followed is None else followed
     lines = split_lines(source)
-    units, methods = _units(tree)
+    units, methods = _units(tree, lines)
     leaves = [unit for index, unit in enumerate(units) if index not in methods] + [
         method for group in methods.values() for method in group
     ]
     for unit in leaves:
         unit.text = "".join(lines[unit.start - 1 : unit.end])
+        if unit.body_start:
+            unit.body = "".join(lines[unit.body_start - 1 : unit.end])
     spans = sorted((u.start, u.end) for u in leaves)
     if any(a_end >= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False)):
         return None
     aliases = _aliases(tree, lines, triggers)
-    kept = _closure(
-        leaves,
-        [
-            u
-            for u in leaves
-            if any(t in u.text for t in triggers) or (aliases and aliases.search(u.text))
-        ],
-    )
-    for group in methods.values():
-        if any(m in kept for m in group):
+    followed_aliases = aliases if followed == triggers else _aliases(tree, lines, followed)
+    hits = [u for u in leaves if _mentions(u.text, triggers, aliases)]
+    seeds = [u for u in hits if _mentions(u.text, followed, followed_aliases)]
+    kept = _closure(leaves, seeds)
+    kept += _launchers(leaves, hits) if hits else []
+    headers = [
+        u
+        for u in hits
+        if u not in kept and u.body_start and not _mentions(u.body, triggers, aliases)
+    ]
+    kept += [u for u in hits if u not in kept and u not in headers]
+    for group in methods.values():  # where a guardable finding's fix may use `self.device`
+        if any(m in seeds for m in group):
             kept += [m for m in group if m.name == "__init__" and m not in kept]
-    dropped = [u for u in leaves if u not in kept]
-    if not dropped:
+    dropped = [u for u in leaves if u not in kept and u not in headers]
+    if not dropped and not headers:
         return None
     blanked = {unit.start for unit in dropped if not unit.method}
     for unit in dropped:
-        first = lines[unit.start - 1]
-        indent = first[: len(first) - len(first.lstrip())]
-        ending = "\r\n" if first.endswith("\r\n") else "\n"
-        lines[unit.start - 1] = f"{indent}pass{ending}" if unit.method else ending
-        for number in range(unit.start, unit.end):
-            line = lines[number]
-            lines[number] = "\r\n" if line.endswith("\r\n") else "\n"
+        _blank(lines, unit.start, unit.end, keep_pass=unit.method)
+    for unit in headers:
+        _blank(lines, unit.body_start, unit.end, keep_pass=True)
     statements = [node for node in tree.body if _span(node)[0] not in blanked]
     return Slice("".join(lines), statements)
+
+
+def _blank(lines: list[str], start: int, end: int, keep_pass: bool) -> None:
+    """Lines ``start`` to ``end`` made blank; the first one ``pass`` (as indented) if
+    ``keep_pass``, so that the block around it still has a body."""
+    for number in range(start - 1, end):
+        line = lines[number]
+        ending = "\r\n" if line.endswith("\r\n") else "\n"
+        if number == start - 1 and keep_pass:
+            lines[number] = f"{line[: len(line) - len(line.lstrip())]}pass{ending}"
+        else:
+            lines[number] = ending

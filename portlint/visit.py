@@ -40,7 +40,8 @@ def lint_parsed(
         parsed, statements = source, tree.body if tree else None
         if tree and settings.partial_parse and not fix_edits:
             triggers = tuple(t for rule in visiting for t in rule.triggers)
-            if cut := slice_source(source, tree, triggers):
+            followed = tuple(t for rule in visiting if rule.guardable for t in rule.triggers)
+            if cut := slice_source(source, tree, triggers, followed):
                 parsed, statements = cut.text, cut.statements
         try:
             module = cst.parse_module(parsed)

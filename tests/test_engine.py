@@ -337,6 +337,54 @@ def test_partial_parsing_keeps_the_callers_the_guard_analysis_counts():
     assert [v.line for v in lint_source("m.py", half, whole, fix_edits=False)] == [6]
 
 
+def test_partial_parsing_keeps_a_kernels_header_and_launches_and_no_needless_callers():
+    """A Triton kernel's body is Triton code, which no rule reads: only its decorators and
+    signature are kept, and the functions that launch it (``kernel[grid](...)``, what PORT202
+    checks). Callers are kept only for the guardable rules (whose findings depend on them):
+    ``caller`` and ``uses_grow`` go."""
+    source = (
+        "import torch\nimport triton\n\n\n"
+        "@triton.jit\ndef helper(x):\n    return x + 1\n\n\n"
+        "@triton.jit\ndef kernel(x_ptr, n):\n    y = helper(n)\n    tl.store(x_ptr, y)\n\n\n"
+        "def launch(n):\n    x = torch.arange(n)\n    kernel[(1,)](x, n)\n\n\n"
+        "def caller(n):\n    return launch(n)\n\n\n"
+        "def grow(t):\n    return t.new_empty(3)\n\n\n"
+        "def uses_grow(t):\n    return grow(t)\n"
+    )
+    triggers = CATALOG["PORT201"].triggers + CATALOG["PORT202"].triggers
+    cut = slice_source(source, parse_ast(source), triggers, followed=())
+    assert len(cut.text.splitlines()) == len(source.splitlines())
+    assert [line for line in cut.text.splitlines() if line.strip()] == [
+        "import torch",
+        "import triton",
+        "@triton.jit",
+        "def helper(x):",
+        "    pass",
+        "@triton.jit",
+        "def kernel(x_ptr, n):",
+        "    pass",
+        "def launch(n):",
+        "    x = torch.arange(n)",
+        "    kernel[(1,)](x, n)",
+        "def grow(t):",
+        "    return t.new_empty(3)",
+    ]
+    codes = frozenset({"PORT201", "PORT202"})
+    found = lint_source("m.py", source, Settings(select=codes), fix_edits=False)
+    assert [(v.line, v.col, v.code) for v in found] == [(18, 18, "PORT202")]
+    whole = Settings(select=codes, partial_parse=False)
+    assert lint_source("m.py", source, whole, fix_edits=False) == found
+    # A body that mentions a trigger is kept whole (a factory that defines a kernel, say).
+    factory = source.replace("    y = helper(n)\n", "    y = helper(n)  # not triton.jit\n")
+    cut = slice_source(factory, parse_ast(factory), triggers, followed=())
+    assert "    y = helper(n)  # not triton.jit" in cut.text
+    # With a guardable rule, the callers of a unit it concerns stay (to a fixpoint).
+    guarded = source.replace("x = torch.arange(n)", "x = torch.arange(n, device='cuda')")
+    device = CATALOG["PORT101"].triggers
+    kept = slice_source(guarded, parse_ast(guarded), triggers + device, device).text
+    assert "    return launch(n)" in kept and "    return grow(t)" not in kept
+
+
 def test_a_guarded_function_covers_its_body_not_its_decorators():
     """Only called under a CUDA guard: its body runs on CUDA only; its decorators run where it
     is defined."""
