@@ -221,15 +221,88 @@ def slice_source(
         if any(m in seeds for m in group):
             kept += [m for m in group if m.name == "__init__" and m not in kept]
     dropped = [u for u in leaves if u not in kept and u not in headers]
-    if not dropped and not headers:
-        return None
     blanked = {unit.start for unit in dropped if not unit.method}
     for unit in dropped:
         _blank(lines, unit.start, unit.end, keep_pass=unit.method)
     for unit in headers:
         _blank(lines, unit.body_start, unit.end, keep_pass=True)
+    emptied = {units[i].start for i, group in methods.items() if all(m in dropped for m in group)}
+    for start, end in _unneeded_statements(tree, lines, emptied, triggers, aliases):
+        _blank(lines, start, end, keep_pass=False)
+        blanked.add(start)
+    if not blanked and not headers and not dropped:
+        return None
     statements = [node for node in tree.body if _span(node)[0] not in blanked]
     return Slice("".join(lines), statements)
+
+
+SIMPLE_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)
+WORD = re.compile(r"\w+")
+
+
+def _unneeded_statements(
+    tree: ast.Module,
+    lines: list[str],
+    emptied: set[int],
+    triggers: tuple[str, ...],
+    aliases: re.Pattern | None,
+) -> list[tuple[int, int]]:
+    """The spans of the module-level assignments, expressions and classes whose methods are all
+    dropped (``emptied``: their first lines) that nothing kept can need, to a fixpoint: they
+    mention no trigger, bind no name that kept code mentions (so no name resolves otherwise), and
+    mention no function that kept code defines (so no caller the guard analysis counts, and no
+    kernel launch, is lost). A statement that shares a line with another stays. ``lines`` are
+    those of the cut so far.
+
+    Where a module-level statement other than an import or a definition mentions a trigger, a
+    rule looks at the module's own code in order (a capture's warm-up calls, say): none goes."""
+    definitions = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    if any(
+        _mentions("".join(lines[node.lineno - 1 : node.end_lineno]), triggers, aliases)
+        for node in tree.body
+        if not isinstance(node, definitions)
+    ):
+        return []
+    spans = [_span(node) for node in tree.body]
+    shared = {
+        index
+        for index, ((_, a_end), (b_start, _)) in enumerate(zip(spans, spans[1:], strict=False))
+        if a_end >= b_start
+    }
+    shared |= {index + 1 for index in shared}
+    candidates: dict[tuple[int, int], tuple[set[str], set[str], str]] = {}
+    needed: list[str] = []
+    for index, (node, (start, end)) in enumerate(zip(tree.body, spans, strict=True)):
+        text = "".join(lines[start - 1 : end])
+        if (
+            index not in shared
+            and (isinstance(node, SIMPLE_STATEMENTS) or start in emptied)
+            and not _mentions(text, triggers, aliases)
+        ):
+            candidates[start, end] = _bound_names(node), set(WORD.findall(text)), text
+        else:
+            needed.append(text)
+    if not candidates:
+        return []
+    needed_words, defined = set(WORD.findall("".join(needed))), set(DEF.findall("".join(needed)))
+    changed = True
+    while changed:
+        changed = False
+        for span, (bound, words, text) in list(candidates.items()):
+            if not bound.isdisjoint(needed_words) or not words.isdisjoint(defined):
+                del candidates[span]
+                needed_words |= words
+                defined.update(DEF.findall(text))
+                changed = True
+    return list(candidates)
+
+
+def _bound_names(node: ast.stmt) -> set[str]:
+    if isinstance(node, ast.ClassDef):
+        return {node.name}
+    return {
+        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
 
 
 def _blank(lines: list[str], start: int, end: int, keep_pass: bool) -> None:
@@ -237,7 +310,7 @@ def _blank(lines: list[str], start: int, end: int, keep_pass: bool) -> None:
     ``keep_pass``, so that the block around it still has a body."""
     for number in range(start - 1, end):
         line = lines[number]
-        ending = "\r\n" if line.endswith("\r\n") else "\n"
+        ending = line[len(line.rstrip("\r\n")) :]  # its own: "\n", "\r\n" or a lone "\r"
         if number == start - 1 and keep_pass:
             lines[number] = f"{line[: len(line) - len(line.lstrip())]}pass{ending}"
         else:

@@ -39,8 +39,11 @@ def lint_parsed(
         tree = parse_ast(source)
         parsed, statements = source, tree.body if tree else None
         if tree and settings.partial_parse and not fix_edits:
-            triggers = tuple(t for rule in visiting for t in rule.triggers)
-            followed = tuple(t for rule in visiting if rule.guardable for t in rule.triggers)
+            # (dict.fromkeys: the nine PORT4xx rules share their triggers)
+            triggers = tuple(dict.fromkeys(t for rule in visiting for t in rule.triggers))
+            followed = tuple(
+                dict.fromkeys(t for rule in visiting if rule.guardable for t in rule.triggers)
+            )
             if cut := slice_source(source, tree, triggers, followed):
                 parsed, statements = cut.text, cut.statements
         try:

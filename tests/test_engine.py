@@ -287,6 +287,21 @@ def test_a_noqa_suppresses_after_old_mac_line_endings():
     assert [(v.line, v.code) for v in unsuppressed] == [(3, "PORT101")]
 
 
+def test_the_cut_keeps_old_mac_line_endings():
+    """A blanked line keeps its own line end: a ``\\n`` after a lone ``\\r`` would make the two
+    one line end (``\\r\\n``), and every finding below it would be a line too high."""
+    filler = "".join(f"    y = {i}\r" for i in range(5))
+    source = (
+        "import torch\rdef a():\r"
+        + filler
+        + "    return 1\rdef b():\r    return torch.device('cuda')\r"
+    )
+    cut = _slice(source, ("'cuda",))
+    assert cut.text == "import torch\r" + "\r" * 7 + "def b():\r    return torch.device('cuda')\r"
+    found = lint_source("m.py", source, Settings(select=frozenset({"PORT101"})), fix_edits=False)
+    assert [(v.line, v.col) for v in found] == [(10, 12)]
+
+
 def test_add_noqa_counts_lines_as_python_does():
     from portlint.suppression import add_noqa
 
@@ -383,6 +398,39 @@ def test_partial_parsing_keeps_a_kernels_header_and_launches_and_no_needless_cal
     device = CATALOG["PORT101"].triggers
     kept = slice_source(guarded, parse_ast(guarded), triggers + device, device).text
     assert "    return launch(n)" in kept and "    return grow(t)" not in kept
+
+
+def test_partial_parsing_drops_the_module_level_code_nothing_kept_needs():
+    """An assignment, expression or class whose methods all go is dropped when it mentions no
+    trigger, binds no name kept code mentions and mentions no function kept code defines (a
+    caller the guard analysis counts: ``warm()``)."""
+    source = (
+        "import torch\nLIMIT = 8\nUNUSED = compute()\nprint('loaded')\nwarm()\n"
+        "class Config:\n    size = 3\n\n    def get(self):\n        return self.size\n"
+        "class Used:\n    def get(self):\n        return 1\n"
+        "def warm():\n    x = Used()\n    return torch.zeros(LIMIT, device='cuda')\n"
+    )
+    cut = _slice(source, ("'cuda",))
+    assert [line for line in cut.text.splitlines() if line.strip()] == [
+        "import torch",
+        "LIMIT = 8",
+        "warm()",
+        "class Used:",
+        "    pass",
+        "def warm():",
+        "    x = Used()",
+        "    return torch.zeros(LIMIT, device='cuda')",
+    ]
+    assert [type(s).__name__ for s in cut.statements] == [
+        "Import", "Assign", "Expr", "ClassDef", "FunctionDef"
+    ]  # fmt: skip
+    found = lint_source("m.py", source, Settings(select=frozenset({"PORT101"})), fix_edits=False)
+    assert [(v.line, v.col) for v in found] == [(16, 38)]
+    whole = Settings(select=frozenset(all_rules()), partial_parse=False)
+    partial = Settings(select=frozenset(all_rules()))
+    assert lint_source("m.py", source, partial, fix_edits=False) == lint_source(
+        "m.py", source, whole, fix_edits=False
+    )
 
 
 def test_a_guarded_function_covers_its_body_not_its_decorators():
