@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 
 from portlint.findings import Violation
@@ -18,6 +17,8 @@ class ChangesError(Exception):
 
 
 def _git(args: list[str], cwd: Path) -> str:
+    import subprocess  # here: every run imports this module, few use --since (4 ms of start-up)
+
     try:
         done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
     except OSError as error:

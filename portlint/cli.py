@@ -30,7 +30,6 @@ from portlint.engine import (
 from portlint.findings import SAFE, Violation
 from portlint.registry import all_rules
 from portlint.reporters import fixes_report, json_report, statistics, summary, text_report
-from portlint.suppression import add_noqa
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -341,6 +340,8 @@ def _print_diff(path: str, before: str, after: str) -> None:
 
 def _add_noqa(violations: list[Violation], errors: list[str]) -> int:
     """Write a `# noqa` for every finding; return the exit status."""
+    from portlint.suppression import add_noqa  # here: only --add-noqa needs it (2 ms of start-up)
+
     added = 0
     for path in sorted({v.path for v in violations if v.code is not None}):
         source = read_source(path)
