@@ -16,10 +16,11 @@ functions and classes, and the methods of classes — and only these units are k
 
 A top-level function that mentions a trigger only in its decorators or signature (a Triton
 kernel: ``@triton.jit``), and that nothing above needs whole, keeps only those: its body is
-Triton code, which no rule reads. Everything else at module level (imports, assignments, ``if``
-blocks) is kept as it is. A dropped unit's lines become blank lines (a method's first line, or a
-trimmed function's first body line, becomes ``pass``, so the block still has a body), so every
-line and column stays where it was.
+Triton code, which no rule reads. At module level, imports, ``if``/``try``/``with`` blocks and
+the like are kept as they are; assignments, expressions and classes whose methods all went are
+dropped where nothing kept can need them (see :func:`_unneeded_statements`). Dropped lines become
+blank lines (a method's first line, or a trimmed function's first body line, becomes ``pass``,
+so the block still has a body), so every line and column stays where it was.
 
 Where nothing can be dropped or cutting cannot be done safely (two units share a line),
 :func:`slice_source` returns None: parse the whole file. The cut keeps the ``ast`` statements
@@ -179,6 +180,8 @@ def _launchers(candidates: list[Unit], kept: list[Unit]) -> list[Unit]:
     """The candidates that may launch a Triton kernel a kept unit defines (``kernel[grid](...)``,
     the launch PORT202 checks); one call away, as PORT202 looks no further."""
     names = {name for unit in kept for name in unit.defined_names()}
+    if not names:
+        return []
     launch = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\s*\[")
     return [unit for unit in candidates if unit not in kept and launch.search(unit.text)]
 
@@ -210,7 +213,7 @@ def slice_source(
     hits = [u for u in leaves if _mentions(u.text, triggers, aliases)]
     seeds = [u for u in hits if _mentions(u.text, followed, followed_aliases)]
     kept = _closure(leaves, seeds)
-    kept += _launchers(leaves, hits) if hits else []
+    kept += _launchers(leaves, hits)
     headers = [
         u
         for u in hits
@@ -256,14 +259,15 @@ def _unneeded_statements(
 
     Where a module-level statement other than an import or a definition mentions a trigger, a
     rule looks at the module's own code in order (a capture's warm-up calls, say): none goes."""
+    spans = [_span(node) for node in tree.body]
+    texts = ["".join(lines[start - 1 : end]) for start, end in spans]
     definitions = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     if any(
-        _mentions("".join(lines[node.lineno - 1 : node.end_lineno]), triggers, aliases)
-        for node in tree.body
+        _mentions(text, triggers, aliases)
+        for node, text in zip(tree.body, texts, strict=True)
         if not isinstance(node, definitions)
     ):
         return []
-    spans = [_span(node) for node in tree.body]
     shared = {
         index
         for index, ((_, a_end), (b_start, _)) in enumerate(zip(spans, spans[1:], strict=False))
@@ -272,14 +276,12 @@ def _unneeded_statements(
     shared |= {index + 1 for index in shared}
     candidates: dict[tuple[int, int], tuple[set[str], set[str], str]] = {}
     needed: list[str] = []
-    for index, (node, (start, end)) in enumerate(zip(tree.body, spans, strict=True)):
-        text = "".join(lines[start - 1 : end])
-        if (
-            index not in shared
-            and (isinstance(node, SIMPLE_STATEMENTS) or start in emptied)
-            and not _mentions(text, triggers, aliases)
+    for index, (node, span, text) in enumerate(zip(tree.body, spans, texts, strict=True)):
+        if index not in shared and (
+            isinstance(node, SIMPLE_STATEMENTS)  # mentions no trigger, as checked above
+            or (span[0] in emptied and not _mentions(text, triggers, aliases))
         ):
-            candidates[start, end] = _bound_names(node), set(WORD.findall(text)), text
+            candidates[span] = _bound_names(node), set(WORD.findall(text)), text
         else:
             needed.append(text)
     if not candidates:
