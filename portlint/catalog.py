@@ -14,28 +14,96 @@ CUDA_API_TRIGGERS = ("torch.cuda", "import cuda", ".cuda.", ".is_cuda", "nccl", 
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """What the code of a function holding one of a rule's findings must show: a match of one of
+    ``patterns`` (regular expressions), or a name that a module-level statement mentioning one of
+    ``words`` defines (``from torch import arange as ar`` makes ``ar`` evidence of an ``arange``
+    call). It may show where the rule reports nothing (partial parsing keeps more code then); it
+    must show wherever the rule can report, which ``tests/test_rule_cases.py`` checks on every
+    rule's cases. (Each pattern starts with a literal: Python's ``re`` then finds candidates as
+    fast as ``str.find``; an alternation or a character class at the start costs ten times more.)
+    """
+
+    patterns: tuple[str, ...]
+    words: tuple[str, ...] = ()  # none: a name cannot carry it (a string literal, say)
+
+
+@dataclass(frozen=True)
 class Entry:
     name: str
     # Strings of which at least one must occur in a file's text for the rule to run on it.
     triggers: tuple[str, ...]
     # A device rule: silent inside CUDA-only guards and in the configured cuda-only-paths.
     guardable: bool = False
+    # What partial parsing looks for: each must match where a finding can be (empty: a trigger).
+    evidence: tuple[Evidence, ...] = ()
+    # Its findings are at launches (`kernel[grid](...)`) of the functions its triggers mark.
+    at_launches: bool = False
+
+
+# A name or attribute under `torch.cuda` (however `torch` or `torch.cuda` is imported), an uncalled
+# `.is_cuda`, or a NCCL backend given as `"nccl"` or `Backend.NCCL`.
+CUDA_REFERENCE = Evidence(
+    (
+        r"torch\.cuda",
+        r"import\s+cuda",
+        r"\.cuda\.",
+        r"\.is_cuda\b(?![\s\\]*\()",
+        '"nccl"',
+        "'nccl'",
+        r"\.NCCL\b",
+    ),
+    words=("cuda",),
+)
+# `"cuda"`, `"cuda:0"` or `f"cuda:{i}"` given to a call: positionally (first, or after a starred
+# argument), or as `device=`/`type=`; parentheses, line breaks and comments may come between.
+_CUDA_STRING = r"(?:[\s\\(]|#[^\r\n]*[\r\n])*[rRuUfF]{0,2}['\"]+cuda(?!\w)"
+CUDA_DEVICE_ARGUMENT = Evidence(
+    tuple(before + _CUDA_STRING for before in (r"\(", ",", r"device\s*=", r"type\s*="))
+)
+# `x.new_empty(...)` and the other `new_*` methods.
+NEW_TENSOR_CALL = Evidence((r"\.[\s\\]*new_(?:empty|zeros|ones|full)[\s\\]*\(",))
+# What makes a tensor int64 in `portlint.analysis.dtypes`: a call to one of torch's int64
+# defaults or reductions, or `.int64`/`.long` (a `dtype=`, `.long()`, `.to(torch.long)`).
+_INT64_CALLS = (
+    "arange", "tensor", "full", "randint", "randperm", "argmax", "argmin", "argsort", "nonzero",
+    "multinomial", "searchsorted", "bucketize", "sum", "cumsum", "prod", "cumprod",
+)  # fmt: skip
+INT64_ORIGIN = Evidence(
+    (*(rf"{name}[\s\\)]*\(" for name in _INT64_CALLS), r"\.int64\b", r"\.long\b"),
+    words=(*_INT64_CALLS, "int64", "long"),
+)
+# `torch.cuda.graph(...)` (a capture; a bare `graph(...)` after `from torch.cuda import graph`) or
+# `g.capture_begin()`.
+CAPTURE = Evidence((r"\.graph[\s\\)]*\(", "capture_begin"), words=("graph",))
 
 
 def _cuda_api(name: str) -> Entry:
-    return Entry(name, CUDA_API_TRIGGERS, guardable=True)
+    return Entry(name, CUDA_API_TRIGGERS, guardable=True, evidence=(CUDA_REFERENCE,))
 
 
 CATALOG: dict[str, Entry] = {
     "PORT001": Entry("unused-noqa", ("noqa", "NOQA", "NoQA")),
-    "PORT101": Entry("hardcoded-cuda-device", ('"cuda', "'cuda"), guardable=True),
+    "PORT101": Entry(
+        "hardcoded-cuda-device",
+        ('"cuda', "'cuda"),
+        guardable=True,
+        evidence=(CUDA_DEVICE_ARGUMENT,),
+    ),
     "PORT102": Entry("cuda-method-call", (".cuda(",), guardable=True),
     "PORT201": Entry(
-        "new-tensor-inherits-int64", ("new_empty", "new_full", "new_ones", "new_zeros")
+        "new-tensor-inherits-int64",
+        ("new_empty", "new_full", "new_ones", "new_zeros"),
+        evidence=(NEW_TENSOR_CALL, INT64_ORIGIN),
     ),
-    "PORT202": Entry("implicit-int64-into-triton", ("triton.jit", "import jit")),
-    "PORT301": Entry("capture-stream-not-warmed", ("graph(", "cuda import")),
-    "PORT302": Entry("stream-switch-in-capture", ("graph(", "capture_begin")),
+    "PORT202": Entry(
+        "implicit-int64-into-triton",
+        ("triton.jit", "import jit"),
+        evidence=(INT64_ORIGIN,),
+        at_launches=True,
+    ),
+    "PORT301": Entry("capture-stream-not-warmed", ("graph(", "cuda import"), evidence=(CAPTURE,)),
+    "PORT302": Entry("stream-switch-in-capture", ("graph(", "capture_begin"), evidence=(CAPTURE,)),
     "PORT401": _cuda_api("cuda-device-api"),
     "PORT402": _cuda_api("cuda-stream-api"),
     "PORT403": _cuda_api("cuda-memory-api"),

@@ -1,43 +1,53 @@
-"""Parse less: the parts of a file that a rule can report on, with every position kept.
+"""Parse less: the parts of a file where a rule can report, with every position kept.
 
 LibCST parses a 7,000-line module in about 0.6 s and computes its positions, parents and
 qualified names in about 5 s more; most of that is spent on functions no rule looks at. Here the
 file is cut with Python's own parser (``ast``, about 100 times faster) into units — top-level
 functions and classes, and the methods of classes — and only these units are kept:
 
-- the units that mention a trigger string, or a name that a module-level statement mentioning
-  one binds (``from torch.cuda import nvtx`` binds ``nvtx``);
+- the units whose code (their text without docstring and comment lines) shows a rule's evidence
+  (``portlint.catalog.Evidence``: what must be there for the rule to report, such as ``"cuda"``
+  given to a call for PORT101), or names that a module-level statement showing it defines
+  (``from torch.cuda import nvtx`` defines ``nvtx``); for a rule without evidence, a trigger;
 - for the rules whose findings depend on callers (the guardable ones: a function is guarded when
   its callers are), the units that may call a function a kept unit defines, as the guard
   analysis counts calls, to a fixpoint (see :func:`_closure`), and the ``__init__`` of a class
   whose methods they concern (where ``self.device`` is set, which their fixes use);
-- the units that launch a Triton kernel a kept unit defines (``kernel[grid](...)``: PORT202
-  checks the launch, one call away).
+- for PORT202, the units that launch a Triton kernel of the file (``kernel[grid](...)``) and show
+  its evidence, and then the kernels.
 
-A top-level function that mentions a trigger only in its decorators or signature (a Triton
-kernel: ``@triton.jit``), and that nothing above needs whole, keeps only those: its body is
-Triton code, which no rule reads. At module level, imports, ``if``/``try``/``with`` blocks and
-the like are kept as they are; assignments, expressions and classes whose methods all went are
-dropped where nothing kept can need them (see :func:`_unneeded_statements`). Dropped lines become
-blank lines (a method's first line, or a trimmed function's first body line, becomes ``pass``,
-so the block still has a body), so every line and column stays where it was.
+A top-level function kept for its decorators or signature only (a Triton kernel: ``@triton.jit``),
+that nothing above needs whole, keeps only those: its body is Triton code, which no rule reads.
+At module level, ``if``/``try``/``with`` blocks and the like are kept as they are; imports,
+assignments, expressions and classes whose methods all went are dropped where nothing kept can
+need them (see :func:`_unneeded_statements`). Dropped lines become blank lines (a method's first
+line, or a trimmed function's first body line, becomes ``pass``, so the block still has a body),
+so every line and column stays where it was.
 
-Where nothing can be dropped or cutting cannot be done safely (two units share a line),
-:func:`slice_source` returns None: parse the whole file. The cut keeps the ``ast`` statements
-that remain, from which positions are computed (``portlint.analysis.positions``). (Cutting even
-when most of a file is kept pays: a blanked line costs LibCST almost nothing; on vLLM this took
-the cold run from 56 s to 41 s.)
+Where no rule can report anywhere in the file, :func:`slice_source` returns :data:`NOTHING`: no
+need to parse it at all. Where nothing can be dropped or cutting cannot be done safely (two units
+share a line), it returns None: parse the whole file. The cut keeps the ``ast`` statements that
+remain, from which positions are computed (``portlint.analysis.positions``). (Cutting even when
+most of a file is kept pays: a blanked line costs LibCST almost nothing; on vLLM this took the
+cold run from 56 s to 41 s.)
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from portlint.catalog import Entry
 from portlint.findings import split_lines
 
 DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+# A line that is only a comment (not one continuing a line that ends in a backslash).
+COMMENT_LINE = re.compile(r"(?<!\\\n)(?<!\\\r\n)^[ \t]*#[^\r\n]*", re.MULTILINE)
+# A triple-quoted f-string: a line of it that starts with `#` may hold code (`{...}`).
+TRIPLE_QUOTED_F_STRING = re.compile(r"\b(?:[rR]?[fF]|[fF][rR])(?:\"\"\"|\'\'\')")
 
 
 @dataclass(eq=False)
@@ -47,8 +57,10 @@ class Unit:
     end: int  # last line
     owner: str | None  # the class of a method; None for a top-level function or class
     body_start: int | None = None  # a top-level function's first body line, if it starts one
+    docstring: tuple[int, int] | None = None  # its docstring's first and last lines
     text: str = ""
-    body: str = ""  # the text from ``body_start`` on
+    code: str = ""  # the text without the docstring and comment lines: where evidence is sought
+    body: str = ""  # the code from ``body_start`` on
 
     @property
     def method(self) -> bool:
@@ -75,6 +87,17 @@ def _body_start(node: ast.AST, lines: list[str]) -> int | None:
     return first.lineno
 
 
+def _docstring(node: ast.AST) -> tuple[int, int] | None:
+    first = node.body[0]
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return first.lineno, first.end_lineno or first.lineno
+    return None
+
+
 def _units(tree: ast.Module, lines: list[str]) -> tuple[list[Unit], dict[int, list[Unit]]]:
     """Top-level functions and classes; for each class (by its index), its methods."""
     definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -82,14 +105,26 @@ def _units(tree: ast.Module, lines: list[str]) -> tuple[list[Unit], dict[int, li
     for node in tree.body:
         if not isinstance(node, definitions):
             continue
-        units.append(Unit(node.name, *_span(node), owner=None, body_start=_body_start(node, lines)))
+        body_start = _body_start(node, lines)
+        units.append(Unit(node.name, *_span(node), None, body_start, _docstring(node)))
         if isinstance(node, ast.ClassDef):
             methods[len(units) - 1] = [
-                Unit(child.name, *_span(child), owner=node.name)
+                Unit(child.name, *_span(child), node.name, None, _docstring(child))
                 for child in node.body
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
             ]
     return units, methods
+
+
+def _code(lines: list[str], start: int, end: int, docstring: tuple[int, int] | None) -> str:
+    """Lines ``start`` to ``end`` without the docstring and the comment lines."""
+    if docstring and start <= docstring[0]:
+        text = "".join(lines[start - 1 : docstring[0] - 1] + lines[docstring[1] : end])
+    else:
+        text = "".join(lines[start - 1 : end])
+    if "#" not in text or TRIPLE_QUOTED_F_STRING.search(text):
+        return text
+    return COMMENT_LINE.sub("", text)
 
 
 def _words(names: set[str]) -> re.Pattern:
@@ -136,15 +171,12 @@ def _closure(candidates: list[Unit], kept: list[Unit]) -> list[Unit]:
         ]
 
 
-def _aliases(tree: ast.Module, lines: list[str], triggers: tuple[str, ...]) -> re.Pattern | None:
-    """Names bound at module level by a statement that mentions a trigger (``from torch.cuda
-    import nvtx`` binds ``nvtx``): a unit that uses one of them concerns a rule too."""
+def _bound_by(statements: list[tuple[ast.stmt, str]], mentions: re.Pattern) -> re.Pattern | None:
+    """The names that the module-level ``statements`` (with their texts) that ``mentions``
+    matches define, as one pattern: ``from torch.cuda import nvtx`` defines ``nvtx``."""
     names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue  # a unit: kept on its own merits
-        start, end = _span(node)
-        if not any(t in "".join(lines[start - 1 : end]) for t in triggers):
+    for node, text in statements:
+        if not mentions.search(text):
             continue
         for child in ast.walk(node):
             if isinstance(child, (ast.Import, ast.ImportFrom)):
@@ -153,9 +185,52 @@ def _aliases(tree: ast.Module, lines: list[str], triggers: tuple[str, ...]) -> r
                 names.add(child.id)
             elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(child.name)
-    if not names:
-        return None
-    return _words(names)
+    return _words(names) if names else None
+
+
+@functools.cache
+def _compiled(patterns: tuple[str, ...]) -> list[re.Pattern]:
+    return [re.compile(pattern) for pattern in patterns]
+
+
+def _literally(strings: tuple[str, ...]) -> re.Pattern:
+    return re.compile("|".join(map(re.escape, strings)))
+
+
+class _Test:
+    """Whether a text shows what one rule needs to report there: each piece of its evidence (or,
+    for a rule without, one of its triggers), in the text itself, as a name that a module-level
+    statement mentioning one of its words defines, or as one of its words where the text imports
+    something (a function's own ``from torch import int64``)."""
+
+    def __init__(self, entry: Entry, statements: list[tuple[ast.stmt, str]]) -> None:
+        self.pieces: list[tuple[list[re.Pattern], re.Pattern | None, re.Pattern | None]] = []
+        for e in entry.evidence:
+            words = _words(set(e.words)) if e.words else None
+            names = _bound_by(statements, words) if words else None
+            self.pieces.append((_compiled(e.patterns), names, words))
+        if not entry.evidence:
+            triggers = tuple(map(re.escape, entry.triggers))
+            names = _bound_by(statements, _literally(entry.triggers))
+            self.pieces.append((_compiled(triggers), names, None))
+
+    def __call__(self, text: str) -> bool:
+        return all(
+            any(pattern.search(text) for pattern in patterns)
+            or (names is not None and names.search(text))
+            or (words is not None and "import" in text and words.search(text))
+            for patterns, names, words in self.pieces
+        )
+
+
+def shows_evidence(source: str, entry: Entry) -> bool:
+    """Whether ``source`` has every piece of ``entry``'s evidence somewhere (or one of the words
+    of a statement that may define a name for it): else the rule cannot report in it."""
+    return all(
+        any(word in source for word in e.words)
+        or any(pattern.search(source) for pattern in _compiled(e.patterns))
+        for e in entry.evidence
+    )
 
 
 def parse_ast(source: str) -> ast.Module | None:
@@ -176,50 +251,79 @@ def _mentions(text: str, triggers: tuple[str, ...], aliases: re.Pattern | None) 
     return any(t in text for t in triggers) or bool(aliases and aliases.search(text))
 
 
-def _launchers(candidates: list[Unit], kept: list[Unit]) -> list[Unit]:
-    """The candidates that may launch a Triton kernel a kept unit defines (``kernel[grid](...)``,
-    the launch PORT202 checks); one call away, as PORT202 looks no further."""
-    names = {name for unit in kept for name in unit.defined_names()}
-    if not names:
-        return []
-    launch = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\s*\[")
-    return [unit for unit in candidates if unit not in kept and launch.search(unit.text)]
+def _launchers(candidates: list[Unit], kernels: list[Unit]) -> tuple[list[Unit], re.Pattern]:
+    """The candidates that may launch one of ``kernels`` (``kernel[grid](...)``, the launch
+    PORT202 checks; a kernel's own unit may, where the kernel is nested in a function), and the
+    pattern of such a launch."""
+    names = sorted({name for unit in kernels for name in unit.defined_names()})
+    launch = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*\[")
+    return [unit for unit in candidates if launch.search(unit.code)], launch
 
 
-def slice_source(
-    source: str,
-    tree: ast.Module,
-    triggers: tuple[str, ...],
-    followed: tuple[str, ...] | None = None,
-) -> Slice | None:
-    """``source`` (parsed as ``tree``) with the units no trigger concerns blanked out, or None:
-    parse it whole. ``followed``: the triggers of the rules whose findings depend on callers (the
-    guardable ones); by default all of them."""
-    followed = triggers if followed is None else followed
+# What :func:`slice_source` returns where no rule can report anywhere in the file.
+NOTHING = Slice("", [])
+
+
+def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Slice | None:
+    """``source`` (parsed as ``tree``) with the units where the rules of ``entries`` cannot
+    report blanked out; None: parse it whole; :data:`NOTHING`: no rule can report in it."""
     lines = split_lines(source)
     units, methods = _units(tree, lines)
     leaves = [unit for index, unit in enumerate(units) if index not in methods] + [
         method for group in methods.values() for method in group
     ]
-    for unit in leaves:
-        unit.text = "".join(lines[unit.start - 1 : unit.end])
-        if unit.body_start:
-            unit.body = "".join(lines[unit.body_start - 1 : unit.end])
     spans = sorted((u.start, u.end) for u in leaves)
     if any(a_end >= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False)):
         return None
-    aliases = _aliases(tree, lines, triggers)
-    followed_aliases = aliases if followed == triggers else _aliases(tree, lines, followed)
-    hits = [u for u in leaves if _mentions(u.text, triggers, aliases)]
-    seeds = [u for u in hits if _mentions(u.text, followed, followed_aliases)]
+    for unit in leaves:
+        unit.text = "".join(lines[unit.start - 1 : unit.end])
+        unit.code = _code(lines, unit.start, unit.end, unit.docstring)
+        if unit.body_start:
+            unit.body = _code(lines, unit.body_start, unit.end, unit.docstring)
+    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    statements = [
+        (node, "".join(lines[node.lineno - 1 : node.end_lineno]))
+        for node in tree.body
+        if not isinstance(node, definitions)
+    ]
+    entries = list(dict.fromkeys(entries))  # the nine PORT4xx rules share one entry's worth
+    tests = {entry: _Test(entry, statements) for entry in entries}
+    # What keeps a function's body: code a rule may report on, or a kernel defined in it.
+    body_tests = [test for entry, test in tests.items() if not entry.at_launches]
+    hits: list[Unit] = []
+    seeds: list[Unit] = []
+    launched: list[Unit] = []
+    for entry, test in tests.items():
+        if entry.at_launches:
+            defines_kernel = _Test(Entry(entry.name, entry.triggers), statements)
+            body_tests.append(defines_kernel)
+            kernels = [u for u in leaves if defines_kernel(u.text)]
+            if not kernels:
+                continue
+            launchers, launch = _launchers(leaves, kernels)
+            launchers = [u for u in launchers if test(u.code)]
+            outside = _outside(lines, leaves, tree)
+            if launchers or launch.search(outside):
+                hits += kernels
+                launched += launchers
+            continue
+        found = [u for u in leaves if test(u.code)]
+        hits += found
+        if entry.guardable:
+            seeds += found
+    hits, seeds = list(dict.fromkeys(hits)), list(dict.fromkeys(seeds))
     kept = _closure(leaves, seeds)
-    kept += _launchers(leaves, hits)
+    kept += [u for u in launched if u not in kept]
     headers = [
         u
         for u in hits
-        if u not in kept and u.body_start and not _mentions(u.body, triggers, aliases)
+        if u not in kept and u.body_start and not any(test(u.body) for test in body_tests)
     ]
     kept += [u for u in hits if u not in kept and u not in headers]
+    if not kept and not headers:
+        outside = _outside(lines, leaves, tree)
+        if not any(test(outside) for entry, test in tests.items() if not entry.at_launches):
+            return NOTHING
     for group in methods.values():  # where a guardable finding's fix may use `self.device`
         if any(m in seeds for m in group):
             kept += [m for m in group if m.name == "__init__" and m not in kept]
@@ -230,13 +334,27 @@ def slice_source(
     for unit in headers:
         _blank(lines, unit.body_start, unit.end, keep_pass=True)
     emptied = {units[i].start for i, group in methods.items() if all(m in dropped for m in group)}
-    for start, end in _unneeded_statements(tree, lines, emptied, triggers, aliases):
+    triggers = tuple(dict.fromkeys(t for entry in entries for t in entry.triggers))
+    for start, end in _unneeded_statements(tree, lines, emptied, triggers, statements):
         _blank(lines, start, end, keep_pass=False)
         blanked.add(start)
     if not blanked and not headers and not dropped:
         return None
     statements = [node for node in tree.body if _span(node)[0] not in blanked]
     return Slice("".join(lines), statements)
+
+
+def _outside(lines: list[str], leaves: list[Unit], tree: ast.Module) -> str:
+    """The text outside the units and the module-level imports: module-level and class-level
+    code (an import holds no finding; the names it defines are looked for in the units)."""
+    inside = bytearray(len(lines))
+    for unit in leaves:
+        inside[unit.start - 1 : unit.end] = b"\x01" * (unit.end - unit.start + 1)
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            start, end = _span(node)
+            inside[start - 1 : end] = b"\x01" * (end - start + 1)
+    return "".join(line for line, within in zip(lines, inside, strict=True) if not within)
 
 
 SIMPLE_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)
@@ -248,26 +366,29 @@ def _unneeded_statements(
     lines: list[str],
     emptied: set[int],
     triggers: tuple[str, ...],
-    aliases: re.Pattern | None,
+    statements: list[tuple[ast.stmt, str]],
 ) -> list[tuple[int, int]]:
-    """The spans of the module-level assignments, expressions and classes whose methods are all
-    dropped (``emptied``: their first lines) that nothing kept can need, to a fixpoint: they
-    mention no trigger, bind no name that kept code mentions (so no name resolves otherwise), and
-    mention no function that kept code defines (so no caller the guard analysis counts, and no
-    kernel launch, is lost). A statement that shares a line with another stays. ``lines`` are
-    those of the cut so far.
+    """The spans of the module-level imports, assignments, expressions and classes whose methods
+    are all dropped (``emptied``: their first lines) that nothing kept can need, to a fixpoint:
+    they define no name that kept code mentions (so no name resolves otherwise), mention no
+    function that kept code defines (so no caller the guard analysis counts, and no kernel launch,
+    is lost), and, but for imports (which hold no finding), mention no trigger. A statement that
+    shares a line with another stays. ``lines`` are those of the cut so far; ``statements``, the
+    module-level ones that are not definitions, with their texts.
 
     Where a module-level statement other than an import or a definition mentions a trigger, a
-    rule looks at the module's own code in order (a capture's warm-up calls, say): none goes."""
+    rule looks at the module's own code in order (a capture's warm-up calls, say): only imports
+    go."""
+    aliases = _bound_by(statements, _literally(triggers))
     spans = [_span(node) for node in tree.body]
     texts = ["".join(lines[start - 1 : end]) for start, end in spans]
-    definitions = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    if any(
+    imports = (ast.Import, ast.ImportFrom)
+    definitions = (*imports, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    in_order = any(
         _mentions(text, triggers, aliases)
         for node, text in zip(tree.body, texts, strict=True)
         if not isinstance(node, definitions)
-    ):
-        return []
+    )
     shared = {
         index
         for index, ((_, a_end), (b_start, _)) in enumerate(zip(spans, spans[1:], strict=False))
@@ -277,7 +398,14 @@ def _unneeded_statements(
     candidates: dict[tuple[int, int], tuple[set[str], set[str], str]] = {}
     needed: list[str] = []
     for index, (node, span, text) in enumerate(zip(tree.body, spans, texts, strict=True)):
-        if index not in shared and (
+        if index in shared:
+            needed.append(text)
+        elif isinstance(node, imports):
+            if any(alias.name == "*" for alias in node.names):
+                needed.append(text)  # defines names no one can list
+            else:
+                candidates[span] = _bound_names(node), set(), text
+        elif not in_order and (
             isinstance(node, SIMPLE_STATEMENTS)  # mentions no trigger, as checked above
             or (span[0] in emptied and not _mentions(text, triggers, aliases))
         ):
@@ -302,6 +430,8 @@ def _unneeded_statements(
 def _bound_names(node: ast.stmt) -> set[str]:
     if isinstance(node, ast.ClassDef):
         return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
     return {
         n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }

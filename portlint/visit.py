@@ -15,7 +15,8 @@ from portlint.analysis.guards import GuardAnalysis
 from portlint.analysis.positions import PositionProvider
 from portlint.analysis.walk import Walk
 from portlint.findings import Violation
-from portlint.partial import parse_ast, slice_source
+from portlint.catalog import CATALOG
+from portlint.partial import NOTHING, parse_ast, shows_evidence, slice_source
 from portlint.registry import all_rules
 from portlint.rule import FileContext, Rule
 from portlint.rules.port001_unused_noqa import UnusedNoqa
@@ -34,18 +35,21 @@ def lint_parsed(
     """Run the rules ``codes`` on ``source``, apply suppressions, then check unused ``noqa``."""
     rules = [all_rules()[code] for code in codes]
     visiting = [rule for rule in rules if rule is not UnusedNoqa]
+    partial = settings.partial_parse and not fix_edits
+    if partial:
+        visiting = [rule for rule in visiting if shows_evidence(source, CATALOG[rule.code])]
     violations: list[Violation] = []
     if visiting:
         tree = parse_ast(source)
-        parsed, statements = source, tree.body if tree else None
-        if tree and settings.partial_parse and not fix_edits:
-            # (dict.fromkeys: the nine PORT4xx rules share their triggers)
-            triggers = tuple(dict.fromkeys(t for rule in visiting for t in rule.triggers))
-            followed = tuple(
-                dict.fromkeys(t for rule in visiting if rule.guardable for t in rule.triggers)
-            )
-            if cut := slice_source(source, tree, triggers, followed):
-                parsed, statements = cut.text, cut.statements
+        entries = [CATALOG[rule.code] for rule in visiting]
+        cut = slice_source(source, tree, entries) if tree and partial else None
+        if cut is NOTHING:
+            visiting = []
+        elif cut:
+            parsed, statements = cut.text, cut.statements
+        else:
+            parsed, statements = source, tree.body if tree else None
+    if visiting:
         try:
             module = cst.parse_module(parsed)
         except cst.ParserSyntaxError as error:

@@ -11,7 +11,7 @@ from portlint.config import Overrides, load_settings
 from portlint.discovery import discover
 from portlint.catalog import CATALOG, codes_with_triggers_in
 from portlint.engine import lint_files, lint_source
-from portlint.partial import parse_ast, slice_source
+from portlint.partial import NOTHING, parse_ast, slice_source
 from portlint.settings import Settings
 from tests.helpers import REPO
 from portlint.registry import all_rules
@@ -209,7 +209,7 @@ def test_partial_parsing_keeps_callers_positions_and_drops_the_rest():
         "    @staticmethod\n    def warm():\n        return torch.zeros(2, device='cuda')\n\n"
         "    def run(self):\n        return self.warm()\n"
     )
-    cut = _slice(source, ("'cuda",))
+    cut = _slice(source, "PORT101")
     assert cut is not None
     # the statements still there: the import and the class (``unrelated`` is blank lines now)
     assert [type(s).__name__ for s in cut.statements] == ["Import", "ClassDef"]
@@ -231,24 +231,29 @@ def test_partial_parsing_keeps_callers_positions_and_drops_the_rest():
     assert sliced.splitlines()[line] == source.splitlines()[line]
     assert parse_ast("def f(:\n") is None  # does not parse: the whole file, to LibCST
     # cut even when most of the file is kept; nothing to drop: the whole file
-    mostly_kept = "def a():\n" + body + "    return 'cuda'\n\n\ndef b():\n    pass\n"
-    cut = _slice(mostly_kept, ("'cuda",))
+    mostly_kept = "def a(x):\n" + body + "    return x.to('cuda')\n\n\ndef b():\n    pass\n"
+    cut = _slice(mostly_kept, "PORT101")
     assert cut.text == mostly_kept.replace("def b():\n    pass", "\n")
-    assert _slice("def a():\n    return 'cuda'\n", ("'cuda",)) is None
+    assert _slice("def a(x):\n    return x.to('cuda')\n", "PORT101") is None
+    # nowhere a rule can report: nothing to parse
+    assert _slice("def a():\n    return 'cuda'\n", "PORT101") is NOTHING
 
 
 def test_partial_parsing_counts_lines_as_python_does():
     """A form feed ends no line for Python (``str.splitlines`` says it does): the cut must
     blank the unit's own lines, and the finding stays where it is."""
     source = "import torch\n\f\ndef a():\n    return 1\n\n\ndef b(x):\n    return x.to('cuda')\n"
-    cut = _slice(source, ("'cuda",))
-    assert cut.text == source.replace("def a():\n    return 1\n", "\n\n")
+    cut = _slice(source, "PORT101")
+    # (`import torch` goes too: nothing kept uses it)
+    assert cut.text == source.replace("def a():\n    return 1\n", "\n\n").replace(
+        "import torch", ""
+    )
     found = lint_source("m.py", source, Settings(select=frozenset({"PORT101"})), fix_edits=False)
     assert [(v.line, v.col) for v in found] == [(8, 17)]
 
 
-def _slice(source: str, triggers: tuple[str, ...]):
-    return slice_source(source, parse_ast(source), triggers)
+def _slice(source: str, *codes: str):
+    return slice_source(source, parse_ast(source), [CATALOG[code] for code in codes])
 
 
 def test_partial_parsing_keeps_the_units_that_use_a_triggering_import():
@@ -257,7 +262,7 @@ def test_partial_parsing_keeps_the_units_that_use_a_triggering_import():
         "from torch.cuda import nvtx\n\n\ndef other(y):\n" + filler + "    return y\n\n\n"
         "def push(name):\n    nvtx.range_push(name)\n"
     )
-    sliced = _slice(source, ("torch.cuda",)).text
+    sliced = _slice(source, "PORT408").text
     assert "    nvtx.range_push(name)" in sliced and "y + 3" not in sliced
     found = lint_source("m.py", source, Settings(select=frozenset({"PORT408"})), fix_edits=False)
     assert [(v.line, v.code) for v in found] == [(len(source.splitlines()), "PORT408")]
@@ -296,7 +301,7 @@ def test_the_cut_keeps_old_mac_line_endings():
         + filler
         + "    return 1\rdef b():\r    return torch.device('cuda')\r"
     )
-    cut = _slice(source, ("'cuda",))
+    cut = _slice(source, "PORT101")
     assert cut.text == "import torch\r" + "\r" * 7 + "def b():\r    return torch.device('cuda')\r"
     found = lint_source("m.py", source, Settings(select=frozenset({"PORT101"})), fix_edits=False)
     assert [(v.line, v.col) for v in found] == [(10, 12)]
@@ -328,7 +333,7 @@ def test_partial_parsing_keeps_the_callers_the_guard_analysis_counts():
         "    def step(self, x, y):\n" + filler + "        return x.forward()\n\n"
         "    def call(self, y):\n" + filler + "        return A.forward(y)\n"
     )
-    kept = [line.strip() for line in _slice(source, ("torch.cuda",)).text.splitlines()]
+    kept = [line.strip() for line in _slice(source, "PORT401").text.splitlines()]
     assert "return self.forward()" in kept and "return A.forward(y)" in kept
     assert "return x.forward()" not in kept
     # Guarded only through its callers: all of them must be in the cut, and are.
@@ -363,11 +368,10 @@ def test_partial_parsing_keeps_a_kernels_header_and_launches_and_no_needless_cal
         "@triton.jit\ndef kernel(x_ptr, n):\n    y = helper(n)\n    tl.store(x_ptr, y)\n\n\n"
         "def launch(n):\n    x = torch.arange(n)\n    kernel[(1,)](x, n)\n\n\n"
         "def caller(n):\n    return launch(n)\n\n\n"
-        "def grow(t):\n    return t.new_empty(3)\n\n\n"
+        "def grow(n):\n    return torch.arange(n).new_empty(3)\n\n\n"
         "def uses_grow(t):\n    return grow(t)\n"
     )
-    triggers = CATALOG["PORT201"].triggers + CATALOG["PORT202"].triggers
-    cut = slice_source(source, parse_ast(source), triggers, followed=())
+    cut = _slice(source, "PORT201", "PORT202")
     assert len(cut.text.splitlines()) == len(source.splitlines())
     assert [line for line in cut.text.splitlines() if line.strip()] == [
         "import torch",
@@ -381,8 +385,8 @@ def test_partial_parsing_keeps_a_kernels_header_and_launches_and_no_needless_cal
         "def launch(n):",
         "    x = torch.arange(n)",
         "    kernel[(1,)](x, n)",
-        "def grow(t):",
-        "    return t.new_empty(3)",
+        "def grow(n):",
+        "    return torch.arange(n).new_empty(3)",
     ]
     codes = frozenset({"PORT201", "PORT202"})
     found = lint_source("m.py", source, Settings(select=codes), fix_edits=False)
@@ -391,13 +395,12 @@ def test_partial_parsing_keeps_a_kernels_header_and_launches_and_no_needless_cal
     assert lint_source("m.py", source, whole, fix_edits=False) == found
     # A body that mentions a trigger is kept whole (a factory that defines a kernel, say).
     factory = source.replace("    y = helper(n)\n", "    y = helper(n)  # not triton.jit\n")
-    cut = slice_source(factory, parse_ast(factory), triggers, followed=())
+    cut = _slice(factory, "PORT201", "PORT202")
     assert "    y = helper(n)  # not triton.jit" in cut.text
     # With a guardable rule, the callers of a unit it concerns stay (to a fixpoint).
     guarded = source.replace("x = torch.arange(n)", "x = torch.arange(n, device='cuda')")
-    device = CATALOG["PORT101"].triggers
-    kept = slice_source(guarded, parse_ast(guarded), triggers + device, device).text
-    assert "    return launch(n)" in kept and "    return grow(t)" not in kept
+    kept = _slice(guarded, "PORT101", "PORT201", "PORT202").text
+    assert "    return launch(n)" in kept and "    return grow(n)" not in kept
 
 
 def test_partial_parsing_drops_the_module_level_code_nothing_kept_needs():
@@ -410,7 +413,7 @@ def test_partial_parsing_drops_the_module_level_code_nothing_kept_needs():
         "class Used:\n    def get(self):\n        return 1\n"
         "def warm():\n    x = Used()\n    return torch.zeros(LIMIT, device='cuda')\n"
     )
-    cut = _slice(source, ("'cuda",))
+    cut = _slice(source, "PORT101")
     assert [line for line in cut.text.splitlines() if line.strip()] == [
         "import torch",
         "LIMIT = 8",

@@ -23,6 +23,7 @@ from portlint.analysis.parents import ParentProvider
 from portlint.analysis.positions import PositionProvider, Positions
 from portlint.analysis.scopes import NAMED, NameProvider
 from portlint.analysis.walk import TRIVIA_TYPES
+from portlint.catalog import Entry, Evidence
 from portlint.partial import parse_ast, slice_source
 
 REPO = Path(__file__).resolve().parent.parent
@@ -177,6 +178,12 @@ def parsed(files: list[Path]) -> Iterator[tuple[Path, str, cst.Module]]:
             continue
 
 
+CUT_WIDE = (
+    Entry("any-cuda", ("cuda",), guardable=True),
+    Entry("launches", ("triton.jit",), evidence=(Evidence("."),), at_launches=True),
+)
+
+
 def _differences(files: list[Path]) -> dict[str, object]:
     differences = {}
     for path, source, module in parsed(files):
@@ -184,9 +191,14 @@ def _differences(files: list[Path]) -> dict[str, object]:
         if found or _parents_differ(module) or _positions_differ(module, source):
             differences[str(path)] = found[:3] or "parents or positions"
         tree = parse_ast(source)
-        # Kernels not called from code that mentions "cuda" are cut down to their headers.
-        cut = tree and slice_source(source, tree, ("cuda", "triton.jit"), followed=("cuda",))
-        if cut and _positions_differ(cst.parse_module(cut.text), cut.text, cut.statements):
+        # Cut wide: every unit that mentions "cuda" with its callers, and the launches of
+        # kernels, which are cut down to their headers.
+        cut = tree and slice_source(source, tree, CUT_WIDE)
+        if (
+            cut
+            and cut.text
+            and _positions_differ(cst.parse_module(cut.text), cut.text, cut.statements)
+        ):
             differences[str(path)] = "positions in the cut file"
     return differences
 
