@@ -44,10 +44,15 @@ from portlint.catalog import Entry
 from portlint.findings import split_lines
 
 DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
-# A line that is only a comment (not one continuing a line that ends in a backslash).
-COMMENT_LINE = re.compile(r"(?<!\\\n)(?<!\\\r\n)^[ \t]*#[^\r\n]*", re.MULTILINE)
-# A triple-quoted f-string: a line of it that starts with `#` may hold code (`{...}`).
-TRIPLE_QUOTED_F_STRING = re.compile(r"\b(?:[rR]?[fF]|[fF][rR])(?:\"\"\"|\'\'\')")
+# A line that is only a comment, after its line end (not one continuing a line that ends in a
+# backslash). It starts with a literal, which ``re`` finds fast.
+COMMENT_LINE = re.compile(r"\n(?<!\\\n)(?<!\\\r\n)[ \t]*#[^\r\n]*")
+# How a triple-quoted f-string starts (a line of it that starts with `#` may hold code: `{...}`).
+F_STRING_STARTS = tuple(
+    f"{prefix}{quotes}"
+    for prefix in ("f", "F", "fr", "fR", "Fr", "FR")
+    for quotes in ('"""', "'''")
+)
 
 
 @dataclass(eq=False)
@@ -66,6 +71,7 @@ class Unit:
     def method(self) -> bool:
         return self.owner is not None
 
+    @functools.cached_property
     def defined_names(self) -> set[str]:
         """Its name and the names of the functions defined in it (read off the text: a name too
         many only keeps more)."""
@@ -116,15 +122,19 @@ def _units(tree: ast.Module, lines: list[str]) -> tuple[list[Unit], dict[int, li
     return units, methods
 
 
+def _without_comment_lines(source: str) -> list[str]:
+    """The lines of ``source``, those that are only a comment made empty (but where a
+    triple-quoted f-string may make such a line code)."""
+    if "#" in source and not any(start in source for start in F_STRING_STARTS):
+        source = COMMENT_LINE.sub("\n", source)
+    return split_lines(source)
+
+
 def _code(lines: list[str], start: int, end: int, docstring: tuple[int, int] | None) -> str:
-    """Lines ``start`` to ``end`` without the docstring and the comment lines."""
+    """Lines ``start`` to ``end`` without the docstring."""
     if docstring and start <= docstring[0]:
-        text = "".join(lines[start - 1 : docstring[0] - 1] + lines[docstring[1] : end])
-    else:
-        text = "".join(lines[start - 1 : end])
-    if "#" not in text or TRIPLE_QUOTED_F_STRING.search(text):
-        return text
-    return COMMENT_LINE.sub("", text)
+        return "".join(lines[start - 1 : docstring[0] - 1] + lines[docstring[1] : end])
+    return "".join(lines[start - 1 : end])
 
 
 def _words(names: set[str]) -> re.Pattern:
@@ -151,7 +161,7 @@ def _closure(candidates: list[Unit], kept: list[Unit]) -> list[Unit]:
         anywhere: set[str] = set()
         in_class: dict[str, set[str]] = {}
         for unit in new:
-            names = unit.defined_names()
+            names = unit.defined_names
             if unit.owner is None:
                 anywhere |= names
             else:
@@ -171,26 +181,47 @@ def _closure(candidates: list[Unit], kept: list[Unit]) -> list[Unit]:
         ]
 
 
-def _bound_by(statements: list[tuple[ast.stmt, str]], mentions: re.Pattern) -> re.Pattern | None:
-    """The names that the module-level ``statements`` (with their texts) that ``mentions``
-    matches define, as one pattern: ``from torch.cuda import nvtx`` defines ``nvtx``."""
+class _Module:
+    """A file's text and its module-level statements other than definitions (with their texts),
+    and the names these define, by what they mention."""
+
+    def __init__(self, source: str, statements: list[tuple[ast.stmt, str]]) -> None:
+        self.source, self.statements = source, statements
+        self._bound: dict[str, re.Pattern | None] = {}
+
+    def bound_by(self, mentions: re.Pattern) -> re.Pattern | None:
+        """The names that the statements ``mentions`` matches define, as one pattern: ``from
+        torch.cuda import nvtx`` defines ``nvtx``."""
+        if mentions.pattern not in self._bound:
+            names: set[str] = set()
+            for node, text in self.statements:
+                if mentions.search(text):
+                    names |= _defined_in(node)
+            self._bound[mentions.pattern] = _words(names) if names else None
+        return self._bound[mentions.pattern]
+
+
+def _defined_in(node: ast.stmt) -> set[str]:
     names: set[str] = set()
-    for node, text in statements:
-        if not mentions.search(text):
-            continue
-        for child in ast.walk(node):
-            if isinstance(child, (ast.Import, ast.ImportFrom)):
-                names |= {(a.asname or a.name).split(".")[0] for a in child.names}
-            elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
-                names.add(child.id)
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.add(child.name)
-    return _words(names) if names else None
+    for child in ast.walk(node):
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in child.names}
+        elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+            names.add(child.id)
+        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(child.name)
+    return names
 
 
 @functools.cache
 def _compiled(patterns: tuple[str, ...]) -> list[re.Pattern]:
     return [re.compile(pattern) for pattern in patterns]
+
+
+def _found_in(source: str, patterns: tuple[str, ...]) -> list[re.Pattern]:
+    """Those of ``patterns`` that match somewhere in ``source`` (the others cannot match a part
+    of it)."""
+    return [pattern for pattern in _compiled(patterns) if pattern.search(source)]
 
 
 def _literally(strings: tuple[str, ...]) -> re.Pattern:
@@ -203,16 +234,19 @@ class _Test:
     statement mentioning one of its words defines, or as one of its words where the text imports
     something (a function's own ``from torch import int64``)."""
 
-    def __init__(self, entry: Entry, statements: list[tuple[ast.stmt, str]]) -> None:
+    def __init__(self, entry: Entry, module: _Module) -> None:
         self.pieces: list[tuple[list[re.Pattern], re.Pattern | None, re.Pattern | None]] = []
-        for e in entry.evidence:
+        for index, e in enumerate(entry.evidence):
             words = _words(set(e.words)) if e.words else None
-            names = _bound_by(statements, words) if words else None
-            self.pieces.append((_compiled(e.patterns), names, words))
+            names = module.bound_by(words) if words else None
+            # The first piece is sought in every unit: first, the patterns that can match at all.
+            first = index == 0 and not entry.at_launches
+            patterns = _found_in(module.source, e.patterns) if first else _compiled(e.patterns)
+            self.pieces.append((patterns, names, words))
         if not entry.evidence:
             triggers = tuple(map(re.escape, entry.triggers))
-            names = _bound_by(statements, _literally(entry.triggers))
-            self.pieces.append((_compiled(triggers), names, None))
+            names = module.bound_by(_literally(entry.triggers))
+            self.pieces.append((_found_in(module.source, triggers), names, None))
 
     def __call__(self, text: str) -> bool:
         return all(
@@ -255,9 +289,13 @@ def _launchers(candidates: list[Unit], kernels: list[Unit]) -> tuple[list[Unit],
     """The candidates that may launch one of ``kernels`` (``kernel[grid](...)``, the launch
     PORT202 checks; a kernel's own unit may, where the kernel is nested in a function), and the
     pattern of such a launch."""
-    names = sorted({name for unit in kernels for name in unit.defined_names()})
+    names = sorted({name for unit in kernels for name in unit.defined_names})
     launch = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*\[")
-    return [unit for unit in candidates if launch.search(unit.code)], launch
+    return [
+        unit
+        for unit in candidates
+        if any(name in unit.code for name in names) and launch.search(unit.code)
+    ], launch
 
 
 # What :func:`slice_source` returns where no rule can report anywhere in the file.
@@ -275,19 +313,21 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
     spans = sorted((u.start, u.end) for u in leaves)
     if any(a_end >= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False)):
         return None
+    code_lines = _without_comment_lines(source)  # (emptied lines stay: the numbers hold)
     for unit in leaves:
         unit.text = "".join(lines[unit.start - 1 : unit.end])
-        unit.code = _code(lines, unit.start, unit.end, unit.docstring)
+        unit.code = _code(code_lines, unit.start, unit.end, unit.docstring)
         if unit.body_start:
-            unit.body = _code(lines, unit.body_start, unit.end, unit.docstring)
+            unit.body = _code(code_lines, unit.body_start, unit.end, unit.docstring)
     definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     statements = [
         (node, "".join(lines[node.lineno - 1 : node.end_lineno]))
         for node in tree.body
         if not isinstance(node, definitions)
     ]
+    module = _Module(source, statements)
     entries = list(dict.fromkeys(entries))  # the nine PORT4xx rules share one entry's worth
-    tests = {entry: _Test(entry, statements) for entry in entries}
+    tests = {entry: _Test(entry, module) for entry in entries}
     # What keeps a function's body: code a rule may report on, or a kernel defined in it.
     body_tests = [test for entry, test in tests.items() if not entry.at_launches]
     hits: list[Unit] = []
@@ -295,7 +335,7 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
     launched: list[Unit] = []
     for entry, test in tests.items():
         if entry.at_launches:
-            defines_kernel = _Test(Entry(entry.name, entry.triggers), statements)
+            defines_kernel = _Test(Entry(entry.name, entry.triggers), module)
             body_tests.append(defines_kernel)
             kernels = [u for u in leaves if defines_kernel(u.text)]
             if not kernels:
@@ -379,7 +419,7 @@ def _unneeded_statements(
     Where a module-level statement other than an import or a definition mentions a trigger, a
     rule looks at the module's own code in order (a capture's warm-up calls, say): only imports
     go."""
-    aliases = _bound_by(statements, _literally(triggers))
+    aliases = _Module("", statements).bound_by(_literally(triggers))
     spans = [_span(node) for node in tree.body]
     texts = ["".join(lines[start - 1 : end]) for start, end in spans]
     imports = (ast.Import, ast.ImportFrom)
