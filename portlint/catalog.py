@@ -41,13 +41,13 @@ class Entry:
     at_launches: bool = False
 
 
-# A name or attribute under `torch.cuda` (however `torch` or `torch.cuda` is imported), an uncalled
-# `.is_cuda`, or a NCCL backend given as `"nccl"` or `Backend.NCCL`.
+# A name or attribute under `torch.cuda` (however `torch` or `torch.cuda` is imported; torch has no
+# `extra`), an uncalled `.is_cuda`, or a NCCL backend given as `"nccl"` or `Backend.NCCL`.
 CUDA_REFERENCE = Evidence(
     (
         r"torch\.cuda",
         r"import\s+cuda",
-        r"\.cuda\.",
+        r"\.cuda\.(?<!\.extra\.cuda\.)",  # not Triton's `tl.extra.cuda`
         r"\.is_cuda\b(?![\s\\]*\()",
         '"nccl"',
         "'nccl'",
@@ -73,6 +73,8 @@ INT64_ORIGIN = Evidence(
     (*(rf"{name}[\s\\)]*\(" for name in _INT64_CALLS), r"\.int64\b", r"\.long\b"),
     words=(*_INT64_CALLS, "int64", "long"),
 )
+# A subscript called: `kernel[grid](...)`, the launch of a Triton kernel.
+LAUNCH = Evidence((r"\](?:[\s\\]|#[^\r\n]*[\r\n])*\(",))
 # `torch.cuda.graph(...)` (a capture; a bare `graph(...)` after `from torch.cuda import graph`) or
 # `g.capture_begin()`.
 CAPTURE = Evidence((r"\.graph[\s\\)]*\(", "capture_begin"), words=("graph",))
@@ -99,7 +101,7 @@ CATALOG: dict[str, Entry] = {
     "PORT202": Entry(
         "implicit-int64-into-triton",
         ("triton.jit", "import jit"),
-        evidence=(INT64_ORIGIN,),
+        evidence=(LAUNCH, INT64_ORIGIN),
         at_launches=True,
     ),
     "PORT301": Entry("capture-stream-not-warmed", ("graph(", "cuda import"), evidence=(CAPTURE,)),
