@@ -124,18 +124,21 @@ def _positions_differ(
 def test_positions_are_computed_only_for_the_statement_asked_about() -> None:
     source = (
         "import torch\n\n\n@torch.compile\ndef f():\n    return torch.zeros(1)\n\n\n"
-        "class A:\n    # a comment\n    x = 1; y = 2\n\n    def m(self):\n        return 'cuda'\n"
+        "class A:\n    # a comment\n    x = 1; y = 2\n\n    def m(self):\n"
+        "        if self:\n            # a comment\n            return 'cuda'\n"
     )
     module = cst.parse_module(source)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     lazy = Positions(module, wrapper.resolve(ParentProvider), source, ast.parse(source).body)
     method = module.body[2].body.body[1]
-    string = method.body.body[0].body[0].value
-    assert (lazy[string].start.line, lazy[string].start.column) == (14, 15)
-    assert set(lazy._computed) <= _nodes_under(method)  # only the method was generated
+    inner = method.body.body[0].body.body[0]  # `return 'cuda'`, in the `if`, in the method
+    string = inner.body[0].value
+    assert (lazy[string].start.line, lazy[string].start.column) == (16, 19)
+    assert set(lazy._computed) <= _nodes_under(inner)  # only that statement was generated
     zeros = module.body[1].body.body[0].body[0].value
     assert (lazy[zeros].start.line, lazy[zeros].start.column) == (6, 11)
     assert not lazy._whole
+    assert not _positions_differ(module, source)
     assert lazy[module].start.line == 1 and lazy._whole  # the module itself: all of it
 
 

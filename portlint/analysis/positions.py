@@ -6,10 +6,12 @@ ends, whitespace and punctuation included, with a generator-based context manage
 about a third of a file's analysis, though a rule asks where a handful of nodes are. Here the
 same code is generated with the same bookkeeping (lighter, and without entries for whitespace
 and comments, which no rule reports and no analysis asks about; punctuation stays: LibCST ends an
-``import`` at its closing parenthesis), but one *anchor* at a time: the top-level statement, or
-the member of a top-level class, that holds the node asked about. Where an anchor's code starts
-comes from Python's own parse of the same text (``ast``, which the engine has already made to cut
-the file): the line of its first token, less its leading blank and comment lines. Without that
+``import`` at its closing parenthesis), but one *anchor* at a time: the innermost statement that
+holds the node asked about and is a top-level statement or one in the body of a function, class,
+loop, ``with``, ``if`` or ``try`` that is itself an anchor (generating a whole 300-line method for
+one finding in it cost vLLM's run more than a second). Where an anchor's code starts comes from
+Python's own parse of the same text (``ast``, which the engine has already made to cut the
+file): the line of its first token, less its leading blank and comment lines. Without that
 parse, or where the two parses do not line up, the whole module is generated at the first
 question. ``tests/test_names.py`` checks every non-whitespace node's position equal to LibCST's
 on real files, both ways.
@@ -76,6 +78,20 @@ class _State(PositionProvidingCodegenState):
             self.column += len(value)
 
 
+# The compound statements whose body an anchor may be in, with their ``ast`` counterparts (whose
+# ``body`` is the same block: an ``else``, ``except`` or ``finally`` block is not followed in).
+AST_NESTING: dict[type[cst.CSTNode], type[ast.stmt] | tuple[type[ast.stmt], ...]] = {
+    cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef),
+    cst.ClassDef: ast.ClassDef,
+    cst.For: (ast.For, ast.AsyncFor),
+    cst.While: ast.While,
+    cst.With: (ast.With, ast.AsyncWith),
+    cst.If: ast.If,
+    cst.Try: ast.Try,
+}
+NESTING = tuple(AST_NESTING)
+
+
 def _first_line(statement: ast.stmt) -> int:
     """The line of a statement's first token (its first decorator's ``@``, if it has one)."""
     decorators = getattr(statement, "decorator_list", ())
@@ -113,7 +129,7 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         known = source is not None and statements is not None
         self._lines = NEWLINE_RE.split(source) if known else []
         self._top = _pair(module.body, statements) if known else None
-        self._members: dict[cst.ClassDef, dict[cst.BaseStatement, ast.stmt] | None] = {}
+        self._bodies: dict[cst.CSTNode, dict[cst.BaseStatement, ast.stmt] | None] = {}
         self._generated: set[cst.CSTNode] = set()
         self._whole = False
 
@@ -153,7 +169,9 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         return state
 
     def _generate_anchor_of(self, node: cst.CSTNode) -> bool:
-        """Generate the statement that holds ``node``; False where that cannot be done alone."""
+        """Generate the innermost statement that holds ``node`` and whose start the ``ast``
+        statements tell (a top-level statement, or one in the body of a function, class, loop,
+        ``with``, ``if`` or ``try`` such a statement is); False where none can be made alone."""
         if self._top is None:
             return False
         path = [node]
@@ -161,36 +179,39 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
             path.append(parent)
         if len(path) < 2 or path[-1] is not self.module:
             return False
-        top = path[-2]
-        if top in self._generated:  # an anchor already made, and still no position: none
+        level = len(path) - 2  # path[level]: the anchor so far
+        anchor, statement, indent = path[level], self._top[path[level]], ""
+        while anchor not in self._generated:
+            body = getattr(anchor, "body", None)
+            if not (
+                isinstance(body, cst.IndentedBlock)
+                and level >= 2
+                and path[level - 1] is body
+                and isinstance(anchor, NESTING)
+                and (pairs := self._pairs(anchor, body, statement)) is not None
+                and path[level - 2] in pairs
+            ):
+                break
+            indent += self.module.default_indent if body.indent is None else body.indent
+            level -= 2
+            anchor, statement = path[level], pairs[path[level]]
+        if anchor in self._generated:  # an anchor already made, and still no position: none
             return True
-        anchor, pairs, indent = top, self._top, None
-        body = getattr(top, "body", None)
-        if isinstance(top, cst.ClassDef) and isinstance(body, cst.IndentedBlock) and len(path) >= 4:
-            if path[-3] is body and path[-4] in body.body:
-                pairs = self._class_pairs(top)
-                if pairs is None:
-                    return False
-                anchor = path[-4]
-                indent = self.module.default_indent if body.indent is None else body.indent
-        if anchor in self._generated:
-            return True
-        line = self._start_line(anchor, pairs[anchor], indent or "")
+        line = self._start_line(anchor, statement, indent)
         if line is None:
             return False
         self._generated.add(anchor)
         anchor._codegen(self._state(line, indent))
         return True
 
-    def _class_pairs(self, top: cst.ClassDef) -> dict[cst.BaseStatement, ast.stmt] | None:
-        if top not in self._members:
-            statement = self._top[top]
-            self._members[top] = (
-                _pair(top.body.body, statement.body)
-                if isinstance(statement, ast.ClassDef)
-                else None
-            )
-        return self._members[top]
+    def _pairs(
+        self, anchor: cst.BaseCompoundStatement, body: cst.IndentedBlock, statement: ast.stmt
+    ) -> dict[cst.BaseStatement, ast.stmt] | None:
+        """The statements of ``anchor``'s body with their ``ast`` ones (``statement``'s)."""
+        if anchor not in self._bodies:
+            same = isinstance(statement, AST_NESTING[type(anchor)])
+            self._bodies[anchor] = _pair(body.body, statement.body) if same else None
+        return self._bodies[anchor]
 
     def _start_line(
         self, anchor: cst.BaseStatement, statement: ast.stmt, indent: str
