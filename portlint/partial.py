@@ -122,6 +122,7 @@ def _units(tree: ast.Module, lines: list[str]) -> tuple[list[Unit], dict[int, li
     return units, methods
 
 
+@functools.lru_cache(maxsize=1)  # asked by the gate (:func:`shows_evidence`), then by the cut
 def _without_comment_lines(source: str) -> list[str]:
     """The lines of ``source``, those that are only a comment made empty (but where a
     triple-quoted f-string may make such a line code)."""
@@ -202,15 +203,27 @@ class _Module:
 
 
 def _defined_in(node: ast.stmt) -> set[str]:
-    names: set[str] = set()
-    for child in ast.walk(node):
-        if isinstance(child, (ast.Import, ast.ImportFrom)):
-            names |= {(a.asname or a.name).split(".")[0] for a in child.names}
-        elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
-            names.add(child.id)
-        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(child.name)
-    return names
+    """The names ``node``'s imports define. Only imports: a name bound otherwise resolves to
+    nothing (``sync = torch.cuda.synchronize`` makes ``sync()`` no reference to torch; see
+    :mod:`portlint.analysis.scopes`)."""
+    return {
+        (alias.asname or alias.name).split(".")[0]
+        for child in ast.walk(node)
+        if isinstance(child, (ast.Import, ast.ImportFrom))
+        for alias in child.names
+    }
+
+
+# An import's names, up to the end of its statement (parenthesized or continued by backslashes).
+IMPORTED = re.compile(r"import\s+(?:\([^)]*\)|[^\r\n]*(?:\\\r?\n[^\r\n]*)*)")
+
+
+def _imports(text: str) -> str:
+    """The import statements in ``text``, each from the start of its line."""
+    return "\n".join(
+        text[text.rfind("\n", 0, match.start()) + 1 : match.end()]
+        for match in IMPORTED.finditer(text)
+    )
 
 
 @functools.cache
@@ -231,8 +244,8 @@ def _literally(strings: tuple[str, ...]) -> re.Pattern:
 class _Test:
     """Whether a text shows what one rule needs to report there: each piece of its evidence (or,
     for a rule without, one of its triggers), in the text itself, as a name that a module-level
-    statement mentioning one of its words defines, or as one of its words where the text imports
-    something (a function's own ``from torch import int64``)."""
+    import mentioning one of its words defines, or as one of its words in an import of the text
+    itself (a function's own ``from torch import int64``)."""
 
     def __init__(self, entry: Entry, module: _Module) -> None:
         self.pieces: list[tuple[list[re.Pattern], re.Pattern | None, re.Pattern | None]] = []
@@ -252,17 +265,19 @@ class _Test:
         return all(
             any(pattern.search(text) for pattern in patterns)
             or (names is not None and names.search(text))
-            or (words is not None and "import" in text and words.search(text))
+            or (words is not None and "import" in text and words.search(_imports(text)))
             for patterns, names, words in self.pieces
         )
 
 
 def shows_evidence(source: str, entry: Entry) -> bool:
-    """Whether ``source`` has every piece of ``entry``'s evidence somewhere (or one of the words
-    of a statement that may define a name for it): else the rule cannot report in it."""
+    """Whether ``source`` has every piece of ``entry``'s evidence somewhere in its code, or one of
+    its words in an import: else the rule cannot report in it."""
+    code = "".join(_without_comment_lines(source))
+    imports = _imports(code) if any(e.words for e in entry.evidence) else ""
     return all(
-        any(word in source for word in e.words)
-        or any(pattern.search(source) for pattern in _compiled(e.patterns))
+        any(pattern.search(code) for pattern in _compiled(e.patterns))
+        or (e.words and _words(set(e.words)).search(imports))
         for e in entry.evidence
     )
 
