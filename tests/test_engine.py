@@ -404,11 +404,13 @@ def test_partial_parsing_keeps_a_kernels_header_and_launches_and_no_needless_cal
 
 
 def test_partial_parsing_drops_the_module_level_code_nothing_kept_needs():
-    """An assignment, expression or class whose methods all go is dropped when it mentions no
-    trigger, binds no name kept code mentions and mentions no function kept code defines (a
-    caller the guard analysis counts: ``warm()``)."""
+    """An import that defines no name kept code mentions is dropped; so is an assignment,
+    expression or class whose methods all go when it mentions no trigger, binds no name kept code
+    mentions and mentions no function kept code defines (a caller the guard analysis counts:
+    ``warm()``)."""
     source = (
-        "import torch\nLIMIT = 8\nUNUSED = compute()\nprint('loaded')\nwarm()\n"
+        "import torch\nimport os.path\nfrom torch.cuda import nvtx\n"
+        "LIMIT = 8\nUNUSED = compute()\nprint('loaded')\nwarm()\n"
         "class Config:\n    size = 3\n\n    def get(self):\n        return self.size\n"
         "class Used:\n    def get(self):\n        return 1\n"
         "def warm():\n    x = Used()\n    return torch.zeros(LIMIT, device='cuda')\n"
@@ -428,7 +430,7 @@ def test_partial_parsing_drops_the_module_level_code_nothing_kept_needs():
         "Import", "Assign", "Expr", "ClassDef", "FunctionDef"
     ]  # fmt: skip
     found = lint_source("m.py", source, Settings(select=frozenset({"PORT101"})), fix_edits=False)
-    assert [(v.line, v.col) for v in found] == [(16, 38)]
+    assert [(v.line, v.col) for v in found] == [(18, 38)]
     whole = Settings(select=frozenset(all_rules()), partial_parse=False)
     partial = Settings(select=frozenset(all_rules()))
     assert lint_source("m.py", source, partial, fix_edits=False) == lint_source(
@@ -470,3 +472,47 @@ def test_a_fix_edits_its_own_line_after_old_mac_line_endings():
     result = fix_source("m.py", source, Settings(select=frozenset({"PORT001", "PORT102"})))
     assert result.source == "x = 1\ry = 2\rz = 3\r"
     assert result.applied["PORT001"] == 1
+
+
+def test_code_that_only_mentions_a_rule_in_comments_docstrings_or_triton_is_not_parsed(
+    monkeypatch,
+):
+    """Evidence is sought in code: a unit whose only mention of ``torch.cuda`` is in its
+    docstring, a comment or Triton's ``tl.extra.cuda`` is dropped; where no unit is left and no
+    other code shows any evidence, LibCST parses nothing (and where only comments mention it,
+    neither does ``ast``)."""
+    import portlint.visit as visit
+
+    filler = "".join(f"    y = y + {i}\n" for i in range(3))
+    source = (
+        "import torch\nimport triton\nimport triton.language as tl\n\n\n"
+        'def documented(y):\n    """Like torch.cuda.synchronize()."""\n'
+        + filler
+        + "    return y\n\n\n"
+        "def commented(y):\n    # torch.cuda.synchronize() was here\n"
+        + filler
+        + "    return y\n\n\n"
+        "@triton.jit\ndef kernel(x):\n    tl.extra.cuda.gdc_wait()\n"
+    )
+    cuda_api = [f"PORT40{n}" for n in range(1, 10)]
+    assert _slice(source, *cuda_api) is NOTHING
+    settings = Settings(select=frozenset(cuda_api))
+    whole = Settings(select=frozenset(cuda_api), partial_parse=False)
+    assert lint_source("m.py", source, whole, fix_edits=False) == []
+
+    def parse(*_):
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(visit.cst, "parse_module", parse)
+    assert lint_source("m.py", source, settings, fix_edits=False) == []
+    monkeypatch.setattr(visit, "parse_ast", parse)
+    no_code = source.replace("    tl.extra.cuda.gdc_wait()", "    pass").replace(
+        "torch.cuda.synchronize().", "CUDA's."
+    )  # only a comment mentions it
+    assert lint_source("m.py", no_code, settings, fix_edits=False) == []
+    # the same file with one real use is parsed, and the use is reported
+    monkeypatch.undo()
+    used = source.replace("    return y\n", "    return torch.cuda.synchronize()\n", 1)
+    found = lint_source("m.py", used, settings, fix_edits=False)
+    assert [(v.line, v.code) for v in found] == [(11, "PORT401")]
+    assert found == lint_source("m.py", used, whole, fix_edits=False)
