@@ -390,7 +390,7 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
         _blank(lines, unit.body_start, unit.end, keep_pass=True)
     emptied = {units[i].start for i, group in methods.items() if all(m in dropped for m in group)}
     triggers = tuple(dict.fromkeys(t for entry in entries for t in entry.triggers))
-    for start, end in _unneeded_statements(tree, lines, emptied, triggers, statements):
+    for start, end in _unneeded_statements(tree, lines, emptied, triggers, module):
         _blank(lines, start, end, keep_pass=False)
         blanked.add(start)
     if not blanked and not headers and not dropped:
@@ -421,20 +421,19 @@ def _unneeded_statements(
     lines: list[str],
     emptied: set[int],
     triggers: tuple[str, ...],
-    statements: list[tuple[ast.stmt, str]],
+    module: _Module,
 ) -> list[tuple[int, int]]:
     """The spans of the module-level imports, assignments, expressions and classes whose methods
     are all dropped (``emptied``: their first lines) that nothing kept can need, to a fixpoint:
     they define no name that kept code mentions (so no name resolves otherwise), mention no
     function that kept code defines (so no caller the guard analysis counts, and no kernel launch,
     is lost), and, but for imports (which hold no finding), mention no trigger. A statement that
-    shares a line with another stays. ``lines`` are those of the cut so far; ``statements``, the
-    module-level ones that are not definitions, with their texts.
+    shares a line with another stays. ``lines`` are those of the cut so far.
 
     Where a module-level statement other than an import or a definition mentions a trigger, a
     rule looks at the module's own code in order (a capture's warm-up calls, say): only imports
     go."""
-    aliases = _Module("", statements).bound_by(_literally(triggers))
+    aliases = module.bound_by(_literally(triggers))
     spans = [_span(node) for node in tree.body]
     texts = ["".join(lines[start - 1 : end]) for start, end in spans]
     imports = (ast.Import, ast.ImportFrom)
