@@ -16,12 +16,14 @@ CUDA_API_TRIGGERS = ("torch.cuda", "import cuda", ".cuda.", ".is_cuda", "nccl", 
 @dataclass(frozen=True)
 class Evidence:
     """What the code of a function holding one of a rule's findings must show: a match of one of
-    ``patterns`` (regular expressions), or a name that a module-level statement mentioning one of
+    ``patterns`` (regular expressions), or a name that a module-level import mentioning one of
     ``words`` defines (``from torch import arange as ar`` makes ``ar`` evidence of an ``arange``
-    call). It may show where the rule reports nothing (partial parsing keeps more code then); it
-    must show wherever the rule can report, which ``tests/test_rule_cases.py`` checks on every
-    rule's cases. (Each pattern starts with a literal: Python's ``re`` then finds candidates as
-    fast as ``str.find``; an alternation or a character class at the start costs ten times more.)
+    call), or one of ``words`` in an import of the function's own. (Only imports: a name bound
+    otherwise resolves to nothing.) It may show where the rule reports nothing (partial parsing
+    keeps more code then); it must show wherever the rule can report, which
+    ``tests/test_rule_cases.py`` checks on every rule's cases, as written and inside a function.
+    (Each pattern starts with a literal: Python's ``re`` then finds candidates as fast as
+    ``str.find``; an alternation or a character class at the start costs ten times more.)
     """
 
     patterns: tuple[str, ...]

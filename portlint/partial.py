@@ -7,7 +7,7 @@ functions and classes, and the methods of classes — and only these units are k
 
 - the units whose code (their text without docstring and comment lines) shows a rule's evidence
   (``portlint.catalog.Evidence``: what must be there for the rule to report, such as ``"cuda"``
-  given to a call for PORT101), or names that a module-level statement showing it defines
+  given to a call for PORT101), or a name that a module-level import mentioning it defines
   (``from torch.cuda import nvtx`` defines ``nvtx``); for a rule without evidence, a trigger;
 - for the rules whose findings depend on callers (the guardable ones: a function is guarded when
   its callers are), the units that may call a function a kept unit defines, as the guard
@@ -125,7 +125,7 @@ def _units(tree: ast.Module, lines: list[str]) -> tuple[list[Unit], dict[int, li
 @functools.lru_cache(maxsize=1)  # asked by the gate (:func:`shows_evidence`), then by the cut
 def _without_comment_lines(source: str) -> list[str]:
     """The lines of ``source``, those that are only a comment made empty (but where a
-    triple-quoted f-string may make such a line code)."""
+    triple-quoted f-string may make such a line code). Shared: not to be changed."""
     if "#" in source and not any(start in source for start in F_STRING_STARTS):
         source = COMMENT_LINE.sub("\n", source)
     return split_lines(source)
