@@ -32,12 +32,18 @@ def lint_parsed(
     enabled: frozenset[str],
     fix_edits: bool,
 ) -> list[Violation]:
-    """Run the rules ``codes`` on ``source``, apply suppressions, then check unused ``noqa``."""
+    """Run the rules ``codes`` on ``source``, apply suppressions, then check unused ``noqa``.
+
+    A rule runs only where the file's code shows its evidence (:func:`shows_evidence`), with
+    partial parsing or without: a file where no rule can report is not parsed either way (so a
+    syntax error in it goes unreported both ways, as in a file without any trigger)."""
     rules = [all_rules()[code] for code in codes]
-    visiting = [rule for rule in rules if rule is not UnusedNoqa]
+    visiting = [
+        rule
+        for rule in rules
+        if rule is not UnusedNoqa and shows_evidence(source, CATALOG[rule.code])
+    ]
     partial = settings.partial_parse and not fix_edits
-    if partial:
-        visiting = [rule for rule in visiting if shows_evidence(source, CATALOG[rule.code])]
     violations: list[Violation] = []
     if visiting:
         tree = parse_ast(source)
