@@ -8,13 +8,15 @@ entry and every entry a rule.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass
 
 CUDA_API_TRIGGERS = ("torch.cuda", "import cuda", ".cuda.", ".is_cuda", "nccl", "NCCL")
 
 
-@dataclass(frozen=True)
-class Evidence:
+# (A named tuple, not a dataclass: this module is imported by every run, even one that parses
+# nothing, and a frozen dataclass costs five times as much to define.)
+class Evidence(namedtuple("Evidence", ["patterns", "words"], defaults=((),))):
     """What the code of a function holding one of a rule's findings must show: a match of one of
     ``patterns`` (regular expressions), or a name that a module-level import mentioning one of
     ``words`` defines (``from torch import arange as ar`` makes ``ar`` evidence of an ``arange``
@@ -26,8 +28,9 @@ class Evidence:
     ``str.find``; an alternation or a character class at the start costs ten times more.)
     """
 
+    __slots__ = ()
     patterns: tuple[str, ...]
-    words: tuple[str, ...] = ()  # none: a name cannot carry it (a string literal, say)
+    words: tuple[str, ...]  # none: a name cannot carry it (a string literal, say)
 
 
 @dataclass(frozen=True)

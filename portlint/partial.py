@@ -38,9 +38,9 @@ import ast
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from portlint.catalog import Entry
+from portlint.catalog import Entry, Evidence
 from portlint.findings import split_lines
 
 DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
@@ -123,12 +123,12 @@ def _units(tree: ast.Module, lines: list[str]) -> tuple[list[Unit], dict[int, li
 
 
 @functools.lru_cache(maxsize=1)  # asked by the gate (:func:`shows_evidence`), then by the cut
-def _without_comment_lines(source: str) -> list[str]:
-    """The lines of ``source``, those that are only a comment made empty (but where a
-    triple-quoted f-string may make such a line code). Shared: not to be changed."""
+def _code_of(source: str) -> str:
+    """``source`` with the lines that are only a comment made empty (but where a triple-quoted
+    f-string may make such a line code)."""
     if "#" in source and not any(start in source for start in F_STRING_STARTS):
-        source = COMMENT_LINE.sub("\n", source)
-    return split_lines(source)
+        return COMMENT_LINE.sub("\n", source)
+    return source
 
 
 def _code(lines: list[str], start: int, end: int, docstring: tuple[int, int] | None) -> str:
@@ -273,12 +273,14 @@ class _Test:
 def shows_evidence(source: str, entry: Entry) -> bool:
     """Whether ``source`` has every piece of ``entry``'s evidence somewhere in its code, or one of
     its words in an import: else the rule cannot report in it."""
-    code = "".join(_without_comment_lines(source))
-    imports = _imports(code) if any(e.words for e in entry.evidence) else ""
-    return all(
-        any(pattern.search(code) for pattern in _compiled(e.patterns))
-        or (e.words and _words(set(e.words)).search(imports))
-        for e in entry.evidence
+    return all(_shows(source, evidence) for evidence in entry.evidence)
+
+
+@functools.lru_cache(maxsize=16)  # the nine PORT4xx rules ask the same question of a file
+def _shows(source: str, evidence: Evidence) -> bool:
+    code = _code_of(source)
+    return any(pattern.search(code) for pattern in _compiled(evidence.patterns)) or bool(
+        evidence.words and _words(set(evidence.words)).search(_imports(code))
     )
 
 
@@ -328,7 +330,7 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
     spans = sorted((u.start, u.end) for u in leaves)
     if any(a_end >= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False)):
         return None
-    code_lines = _without_comment_lines(source)  # (emptied lines stay: the numbers hold)
+    code_lines = split_lines(_code_of(source))  # (emptied lines stay: the numbers hold)
     for unit in leaves:
         unit.text = "".join(lines[unit.start - 1 : unit.end])
         unit.code = _code(code_lines, unit.start, unit.end, unit.docstring)
@@ -341,7 +343,8 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
         if not isinstance(node, definitions)
     ]
     module = _Module(source, statements)
-    entries = list(dict.fromkeys(entries))  # the nine PORT4xx rules share one entry's worth
+    # The nine PORT4xx rules differ in name only: one test for them all.
+    entries = list({_unnamed(entry): entry for entry in entries}.values())
     tests = {entry: _Test(entry, module) for entry in entries}
     # What keeps a function's body: code a rule may report on, or a kernel defined in it.
     body_tests = [test for entry, test in tests.items() if not entry.at_launches]
@@ -397,6 +400,10 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
         return None
     statements = [node for node in tree.body if _span(node)[0] not in blanked]
     return Slice("".join(lines), statements)
+
+
+def _unnamed(entry: Entry) -> Entry:
+    return replace(entry, name="")
 
 
 def _outside(lines: list[str], leaves: list[Unit], tree: ast.Module) -> str:
