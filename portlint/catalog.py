@@ -69,13 +69,14 @@ CUDA_DEVICE_ARGUMENT = Evidence(
 # `x.new_empty(...)` and the other `new_*` methods.
 NEW_TENSOR_CALL = Evidence((r"\.[\s\\]*new_(?:empty|zeros|ones|full)[\s\\]*\(",))
 # What makes a tensor int64 in `portlint.analysis.dtypes`: a call to one of torch's int64
-# defaults or reductions, or `.int64`/`.long` (a `dtype=`, `.long()`, `.to(torch.long)`).
+# defaults or reductions, or `.int64`/`.long` (a `dtype=`, `.long()`, `.to(torch.long)`); each
+# reached as an attribute (`torch.arange`, `x.sum`) or, imported, by its own name (the words).
 _INT64_CALLS = (
     "arange", "tensor", "full", "randint", "randperm", "argmax", "argmin", "argsort", "nonzero",
     "multinomial", "searchsorted", "bucketize", "sum", "cumsum", "prod", "cumprod",
 )  # fmt: skip
 INT64_ORIGIN = Evidence(
-    (*(rf"{name}[\s\\)]*\(" for name in _INT64_CALLS), r"\.int64\b", r"\.long\b"),
+    (rf"\.[\s\\]*(?:{'|'.join(_INT64_CALLS)})[\s\\)]*\(", r"\.[\s\\]*(?:int64|long)\b"),
     words=(*_INT64_CALLS, "int64", "long"),
 )
 # A subscript called: `kernel[grid](...)`, the launch of a Triton kernel.
