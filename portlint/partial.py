@@ -270,17 +270,14 @@ class _Test:
         )
 
 
-def shows_evidence(source: str, entry: Entry) -> bool:
-    """Whether ``source`` has every piece of ``entry``'s evidence somewhere in its code, or one of
+def shows_evidence(source: str, evidence: tuple[Evidence, ...]) -> bool:
+    """Whether ``source`` has every piece of a rule's ``evidence`` somewhere in its code, or one of
     its words in an import: else the rule cannot report in it."""
-    return all(_shows(source, evidence) for evidence in entry.evidence)
-
-
-@functools.lru_cache(maxsize=16)  # the nine PORT4xx rules ask the same question of a file
-def _shows(source: str, evidence: Evidence) -> bool:
     code = _code_of(source)
-    return any(pattern.search(code) for pattern in _compiled(evidence.patterns)) or bool(
-        evidence.words and _words(set(evidence.words)).search(_imports(code))
+    return all(
+        any(pattern.search(code) for pattern in _compiled(piece.patterns))
+        or bool(piece.words and _words(set(piece.words)).search(_imports(code)))
+        for piece in evidence
     )
 
 

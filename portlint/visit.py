@@ -38,34 +38,37 @@ def lint_parsed(
     partial parsing or without: a file where no rule can report is not parsed either way (so a
     syntax error in it goes unreported both ways, as in a file without any trigger)."""
     rules = [all_rules()[code] for code in codes]
+    shown = {  # (the nine PORT4xx rules share theirs: looked for once)
+        evidence: shows_evidence(source, evidence)
+        for evidence in {CATALOG[rule.code].evidence for rule in rules}
+    }
     visiting = [
-        rule
-        for rule in rules
-        if rule is not UnusedNoqa and shows_evidence(source, CATALOG[rule.code])
+        rule for rule in rules if rule is not UnusedNoqa and shown[CATALOG[rule.code].evidence]
     ]
-    partial = settings.partial_parse and not fix_edits
-    violations: list[Violation] = []
-    if visiting:
-        tree = parse_ast(source)
-        entries = [CATALOG[rule.code] for rule in visiting]
-        cut = slice_source(source, tree, entries) if tree and partial else None
-        if cut is NOTHING:
-            visiting = []
-        elif cut:
-            parsed, statements = cut.text, cut.statements
-        else:
-            parsed, statements = source, tree.body if tree else None
-    if visiting:
-        try:
-            module = cst.parse_module(parsed)
-        except cst.ParserSyntaxError as error:
-            return [_syntax_error(path, source, error)]
-        wrapper = _Wrapper(module, parsed, statements)
-        violations = _visit(path, wrapper, visiting, settings, fix_edits)
+    violations = _violations(path, source, settings, visiting, fix_edits) if visiting else []
     kept, used = apply_suppressions(violations, source)
     if UnusedNoqa in rules:
         kept += UnusedNoqa.check(path, source, used, enabled)
     return sorted(kept)
+
+
+def _violations(
+    path: str, source: str, settings: Settings, rules: list[type[Rule]], fix_edits: bool
+) -> list[Violation]:
+    """The findings of ``rules`` in ``source``, parsed whole or cut (see :mod:`portlint.partial`),
+    or the syntax error that stops the parse."""
+    tree = parse_ast(source)
+    cut = None
+    if tree and settings.partial_parse and not fix_edits:
+        cut = slice_source(source, tree, [CATALOG[rule.code] for rule in rules])
+        if cut is NOTHING:
+            return []
+    parsed, statements = (cut.text, cut.statements) if cut else (source, tree and tree.body)
+    try:
+        module = cst.parse_module(parsed)
+    except cst.ParserSyntaxError as error:
+        return [_syntax_error(path, source, error)]
+    return _visit(path, _Wrapper(module, parsed, statements), rules, settings, fix_edits)
 
 
 class _Wrapper(MetadataWrapper):
