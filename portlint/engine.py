@@ -268,7 +268,13 @@ class _Runner:
             return
         self.waiting.append(job)
         if self.workers > 1 and len(self.waiting) >= 2 * MIN_FILES_PER_WORKER:
+            import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
+
+            if multiprocessing.get_start_method() == "fork":
+                # Workers forked from this process: LibCST and the rules imported once, here,
+                # not once in each worker.
+                import portlint.visit  # noqa: F401
 
             self.pool = ProcessPoolExecutor(max_workers=self.workers)
             self.futures = [self.pool.submit(_lint_job, waiting) for waiting in self.waiting]

@@ -9,6 +9,7 @@ import ast
 from contextlib import ExitStack
 
 import libcst as cst
+from libcst._nodes.base import CSTNode
 from libcst.metadata import BatchableMetadataProvider, MetadataWrapper, ProviderT
 
 from portlint.analysis.guards import GuardAnalysis
@@ -16,7 +17,7 @@ from portlint.analysis.positions import PositionProvider
 from portlint.analysis.walk import Walk
 from portlint.findings import Violation
 from portlint.catalog import CATALOG
-from portlint.partial import NOTHING, parse_ast, shows_evidence, slice_source
+from portlint.partial import NOTHING, parse_ast, shows_evidence, slice_source, source_line
 from portlint.registry import all_rules
 from portlint.rule import FileContext, Rule
 from portlint.rules.port001_unused_noqa import UnusedNoqa
@@ -64,24 +65,54 @@ def _violations(
         if cut is NOTHING:
             return []
     parsed, statements = (cut.text, cut.statements) if cut else (source, tree and tree.body)
+    lines = cut.lines if cut else None
     try:
-        module = cst.parse_module(parsed)
+        module = parse_unvalidated(parsed) if tree else cst.parse_module(parsed)
     except cst.ParserSyntaxError as error:
-        return [_syntax_error(path, source, error)]
-    return _visit(path, _Wrapper(module, parsed, statements), rules, settings, fix_edits)
+        return [_syntax_error(path, source, error, lines)]
+    return _visit(path, _Wrapper(module, parsed, statements, lines), rules, settings, fix_edits)
+
+
+_VALIDATE = CSTNode.__post_init__
+
+
+def _no_validation(node: CSTNode) -> None:
+    pass
+
+
+def parse_unvalidated(source: str) -> cst.Module:
+    """``cst.parse_module`` without LibCST's validation of every node it builds.
+
+    ``CSTNode.__post_init__`` checks each new node's fields (a ``Name`` is not empty, a
+    ``Comparison`` has an operator...): checks for trees made by hand, which a tree parsed from
+    text that Python's own parser accepts passes by construction; on vLLM they are 13% of the
+    parse. They are off only while this parse runs, and on again after it, however it ends.
+    """
+    CSTNode.__post_init__ = _no_validation
+    try:
+        return cst.parse_module(source)
+    finally:
+        CSTNode.__post_init__ = _VALIDATE
 
 
 class _Wrapper(MetadataWrapper):
     """LibCST's metadata wrapper, with batched visits (of the rules and of the analyses that
     are batchable metadata providers) made by :class:`Walk` instead of ``CSTNode.visit``.
 
-    It carries the text the module was parsed from and its top-level statements as ``ast``
-    parsed them, so positions are computed only where asked (``PositionProvider``).
+    It carries the text the module was parsed from, its top-level statements as ``ast``
+    parsed them and, for a cut, the line of the file each line of the text is, so positions are
+    computed only where asked (``PositionProvider``), and given as in the file.
     """
 
-    def __init__(self, module: cst.Module, source: str, statements: list[ast.stmt] | None) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        source: str,
+        statements: list[ast.stmt] | None,
+        lines: list[int] | None,
+    ) -> None:
         super().__init__(module, unsafe_skip_copy=True)
-        self.source, self.statements = source, statements
+        self.source, self.statements, self.lines = source, statements, lines
 
     def visit_batched(self, visitors, before_visit=None, after_leave=None) -> cst.Module:
         if not visitors:  # LibCST asks for a batch even when it has no batchable provider
@@ -133,8 +164,11 @@ def parses(source: str) -> bool:
     return True
 
 
-def _syntax_error(path: str, source: str, error: cst.ParserSyntaxError) -> Violation:
-    """Python's own account of the error where it has one: it names the cause more plainly."""
+def _syntax_error(
+    path: str, source: str, error: cst.ParserSyntaxError, lines: list[int] | None
+) -> Violation:
+    """Python's own account of the error where it has one: it names the cause more plainly.
+    (``lines``: where LibCST parsed a cut, the line of the file each of its lines is.)"""
     try:
         ast.parse(source, filename=path)
     except SyntaxError as python_error:
@@ -143,4 +177,5 @@ def _syntax_error(path: str, source: str, error: cst.ParserSyntaxError) -> Viola
     except (ValueError, RecursionError, MemoryError):
         pass
     message = f"SyntaxError: {error.message.splitlines()[0]}"
-    return Violation(path, error.editor_line, error.editor_column, None, message)
+    line = source_line(lines, error.editor_line) if lines else error.editor_line
+    return Violation(path, line, error.editor_column, None, message)

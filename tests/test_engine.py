@@ -211,10 +211,10 @@ def test_partial_parsing_keeps_callers_positions_and_drops_the_rest():
     )
     cut = _slice(source, "PORT101")
     assert cut is not None
-    # the statements still there: the import and the class (``unrelated`` is blank lines now)
+    # the statements still there: the import and the class (``unrelated`` is gone)
     assert [type(s).__name__ for s in cut.statements] == ["Import", "ClassDef"]
     sliced = cut.text
-    assert len(sliced.splitlines()) == len(source.splitlines())
+    assert _in_place(cut, source)
     assert [line for line in sliced.splitlines() if line.strip()] == [
         "import torch",
         "class Runner:",
@@ -227,13 +227,12 @@ def test_partial_parsing_keeps_callers_positions_and_drops_the_rest():
         "    def run(self):",
         "        return self.warm()",
     ]
-    line = source.splitlines().index("        return torch.zeros(2, device='cuda')")
-    assert sliced.splitlines()[line] == source.splitlines()[line]
     assert parse_ast("def f(:\n") is None  # does not parse: the whole file, to LibCST
     # cut even when most of the file is kept; nothing to drop: the whole file
     mostly_kept = "def a(x):\n" + body + "    return x.to('cuda')\n\n\ndef b():\n    pass\n"
     cut = _slice(mostly_kept, "PORT101")
-    assert cut.text == mostly_kept.replace("def b():\n    pass", "\n")
+    assert cut.text == mostly_kept.replace("def b():\n    pass\n", "")
+    assert cut.lines == list(range(1, len(mostly_kept.splitlines()) - 1))
     assert _slice("def a(x):\n    return x.to('cuda')\n", "PORT101") is None
     # nowhere a rule can report: nothing to parse
     assert _slice("def a():\n    return 'cuda'\n", "PORT101") is NOTHING
@@ -241,19 +240,28 @@ def test_partial_parsing_keeps_callers_positions_and_drops_the_rest():
 
 def test_partial_parsing_counts_lines_as_python_does():
     """A form feed ends no line for Python (``str.splitlines`` says it does): the cut must
-    blank the unit's own lines, and the finding stays where it is."""
+    drop the unit's own lines, and the finding stays where it is."""
     source = "import torch\n\f\ndef a():\n    return 1\n\n\ndef b(x):\n    return x.to('cuda')\n"
     cut = _slice(source, "PORT101")
     # (`import torch` goes too: nothing kept uses it)
-    assert cut.text == source.replace("def a():\n    return 1\n", "\n\n").replace(
-        "import torch", ""
-    )
+    assert cut.text == "\f\n\n\ndef b(x):\n    return x.to('cuda')\n"
+    assert cut.lines == [2, 5, 6, 7, 8]
     found = lint_source("m.py", source, Settings(select=frozenset({"PORT101"})), fix_edits=False)
     assert [(v.line, v.col) for v in found] == [(8, 17)]
 
 
 def _slice(source: str, *codes: str):
     return slice_source(source, parse_ast(source), [CATALOG[code] for code in codes])
+
+
+def _in_place(cut, source: str) -> bool:
+    """Every line of the cut is the line of the source it says it is (or a ``pass`` put where
+    a dropped block started), in order."""
+    lines = source.splitlines()
+    return cut.lines == sorted(set(cut.lines)) and all(
+        text == lines[number - 1] or text.strip() == "pass"
+        for text, number in zip(cut.text.splitlines(), cut.lines, strict=True)
+    )
 
 
 def test_partial_parsing_keeps_the_units_that_use_a_triggering_import():
@@ -293,8 +301,8 @@ def test_a_noqa_suppresses_after_old_mac_line_endings():
 
 
 def test_the_cut_keeps_old_mac_line_endings():
-    """A blanked line keeps its own line end: a ``\\n`` after a lone ``\\r`` would make the two
-    one line end (``\\r\\n``), and every finding below it would be a line too high."""
+    """A lone ``\\r`` ends a line for the cut as for Python: the kept lines are numbered by it,
+    and the finding below the dropped function stays on its line."""
     filler = "".join(f"    y = {i}\r" for i in range(5))
     source = (
         "import torch\rdef a():\r"
@@ -302,7 +310,8 @@ def test_the_cut_keeps_old_mac_line_endings():
         + "    return 1\rdef b():\r    return torch.device('cuda')\r"
     )
     cut = _slice(source, "PORT101")
-    assert cut.text == "import torch\r" + "\r" * 7 + "def b():\r    return torch.device('cuda')\r"
+    assert cut.text == "import torch\rdef b():\r    return torch.device('cuda')\r"
+    assert cut.lines == [1, 9, 10]
     found = lint_source("m.py", source, Settings(select=frozenset({"PORT101"})), fix_edits=False)
     assert [(v.line, v.col) for v in found] == [(10, 12)]
 
@@ -372,7 +381,7 @@ def test_partial_parsing_keeps_a_kernels_header_and_launches_and_no_needless_cal
         "def uses_grow(t):\n    return grow(t)\n"
     )
     cut = _slice(source, "PORT201", "PORT202")
-    assert len(cut.text.splitlines()) == len(source.splitlines())
+    assert _in_place(cut, source)
     assert [line for line in cut.text.splitlines() if line.strip()] == [
         "import torch",
         "import triton",
@@ -516,3 +525,34 @@ def test_code_that_only_mentions_a_rule_in_comments_docstrings_or_triton_is_not_
     found = lint_source("m.py", used, settings, fix_edits=False)
     assert [(v.line, v.code) for v in found] == [(11, "PORT401")]
     assert found == lint_source("m.py", used, whole, fix_edits=False)
+
+
+def test_a_parse_without_validation_builds_the_same_tree_and_validates_again_after():
+    import libcst as cst
+
+    from portlint.visit import parse_unvalidated
+
+    for path in sorted((REPO / "portlint").rglob("*.py"))[:20]:
+        source = path.read_text()
+        assert parse_unvalidated(source).deep_equals(cst.parse_module(source)), path
+    with pytest.raises(cst.ParserSyntaxError):
+        parse_unvalidated("def f(:\n")
+    # LibCST's checks of hand-made nodes are on again, after a parse that failed too.
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("")
+
+
+def test_a_syntax_error_in_a_cut_is_reported_on_the_files_line():
+    """Where LibCST refuses a cut that Python accepted, the line of its error is the file's."""
+    import libcst as cst
+
+    from portlint.visit import _syntax_error
+
+    with pytest.raises(cst.ParserSyntaxError) as refused:
+        cst.parse_module("x = 1\ny = (\n")
+    error = refused.value
+    assert error.editor_line == 2
+    # A file that Python parses (so LibCST's account is the one given), cut to lines 1 and 7.
+    violation = _syntax_error("m.py", "x = 1\n" + "\n" * 5 + "y = (2)\n", error, [1, 7])
+    assert (violation.line, violation.message.startswith("SyntaxError: ")) == (7, True)
+    assert _syntax_error("m.py", "x = 1\n", error, None).line == 2

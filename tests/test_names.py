@@ -16,6 +16,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from libcst._position import CodePosition, CodeRange
 from libcst import metadata as libcst_metadata
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, QualifiedNameProvider
 
@@ -96,11 +97,13 @@ def _positions_differ(
     source: str | None = None,
     statements: list[ast.stmt] | None = None,
     fallback_expected: bool = False,
+    lines: list[int] | None = None,
 ) -> bool:
     """Positions differ, for the nodes that are not trivia (which portlint leaves out): those
-    of the whole module at once, and, given the ``source`` it was parsed from (and its
-    ``statements`` where it is a cut), those computed anchor by anchor as each node is asked
-    about (from the end of the file back)."""
+    of the whole module at once, and, given the ``source`` it was parsed from (and, where it is
+    a cut, its ``statements`` and the ``lines`` of the file its lines are), those computed anchor
+    by anchor as each node is asked about (from the end of the file back), which are the file's:
+    LibCST's in the cut, moved to the lines they are in the file."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     expected, whole = (
         {node: at for node, at in positions.items() if type(node) not in TRIVIA_TYPES}
@@ -115,10 +118,19 @@ def _positions_differ(
         return False
     if statements is None:
         statements = ast.parse(source).body
-    lazy = Positions(module, wrapper.resolve(ParentProvider), source, statements)
+    lazy = Positions(module, wrapper.resolve(ParentProvider), source, statements, lines)
+    if lines is not None:
+        expected = {n: _in_file(at, lines) for n, at in expected.items() if n is not module}
     if any(lazy[node] != at for node, at in reversed(expected.items()) if node is not module):
         return True
     return lazy._whole and not fallback_expected  # a real file is made anchor by anchor
+
+
+def _in_file(at: CodeRange, lines: list[int]) -> CodeRange:
+    return CodeRange(
+        CodePosition(lines[at.start.line - 1], at.start.column),
+        CodePosition(lines[at.end.line - 1], at.end.column),
+    )
 
 
 def test_positions_are_computed_only_for_the_statement_asked_about() -> None:
@@ -200,7 +212,9 @@ def _differences(files: list[Path]) -> dict[str, object]:
         if (
             cut
             and cut.text
-            and _positions_differ(cst.parse_module(cut.text), cut.text, cut.statements)
+            and _positions_differ(
+                cst.parse_module(cut.text), cut.text, cut.statements, lines=cut.lines
+            )
         ):
             differences[str(path)] = "positions in the cut file"
     return differences

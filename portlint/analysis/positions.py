@@ -13,13 +13,15 @@ one finding in it cost vLLM's run more than a second). Where an anchor's code st
 Python's own parse of the same text (``ast``, which the engine has already made to cut the
 file): the line of its first token, less its leading blank and comment lines. Without that
 parse, or where the two parses do not line up, the whole module is generated at the first
-question. ``tests/test_names.py`` checks every non-whitespace node's position equal to LibCST's
+question. Where the module is a cut of a file (``portlint.partial``), the lines are the cut's
+inside and the file's outside: each position given is moved to the line of the file it is on. ``tests/test_names.py`` checks every non-whitespace node's position equal to LibCST's
 on real files, both ways.
 """
 
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
 
 import libcst as cst
@@ -29,6 +31,7 @@ from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodeg
 
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.walk import WHITESPACE_TYPES
+from portlint.partial import source_line
 
 
 class _Syntactic:
@@ -121,10 +124,13 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         parents: Mapping[cst.CSTNode, cst.CSTNode],
         source: str | None = None,
         statements: Sequence[ast.stmt] | None = None,
+        lines: Sequence[int] | None = None,
     ) -> None:
         """``source``: the text ``module`` was parsed from; ``statements``: its top-level
-        statements as ``ast`` parsed them. Without both, the whole module at the first question."""
-        self.module, self.parents = module, parents
+        statements as ``ast`` parsed them. Without both, the whole module at the first question.
+        ``lines``: where ``source`` is a cut (``portlint.partial``), the line of the file that
+        each of its lines is; the ``ast`` statements and the positions given are the file's."""
+        self.module, self.parents, self._numbers = module, parents, lines
         self._computed: dict[cst.CSTNode, CodeRange] = {}
         known = source is not None and statements is not None
         self._lines = NEWLINE_RE.split(source) if known else []
@@ -135,13 +141,23 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         try:
-            return self._computed[node]
+            return self._in_file(self._computed[node])
         except KeyError:
             if self._whole:
                 raise
         if not self._generate_anchor_of(node):
             self._generate_whole()
-        return self._computed[node]
+        return self._in_file(self._computed[node])
+
+    def _in_file(self, where: CodeRange) -> CodeRange:
+        """A range of the parsed text as a range of the file (they differ in a cut)."""
+        if self._numbers is None:
+            return where
+        start, end = where.start, where.end
+        return CodeRange(
+            CodePosition(source_line(self._numbers, start.line), start.column),
+            CodePosition(source_line(self._numbers, end.line), end.column),
+        )
 
     def __iter__(self) -> Iterator[cst.CSTNode]:
         self._generate_whole()
@@ -219,6 +235,11 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         """Where ``anchor``'s code starts: its first token's line less its leading lines, once
         the text agrees (those lines blank or comments; the first token where it should be)."""
         first = _first_line(statement)
+        if self._numbers is not None:  # the file's line, in the cut
+            index = bisect_left(self._numbers, first)
+            if index == len(self._numbers) or self._numbers[index] != first:
+                return None
+            first = index + 1
         start = first - len(anchor.leading_lines)
         if start < 1 or first > len(self._lines):
             return None
@@ -244,4 +265,5 @@ class PositionProvider(BaseMetadataProvider[CodeRange]):
             wrapper.resolve(ParentProvider),
             getattr(wrapper, "source", None),
             getattr(wrapper, "statements", None),
+            getattr(wrapper, "lines", None),
         )
