@@ -45,7 +45,9 @@ from dataclasses import dataclass, replace
 from portlint.catalog import Entry, Evidence
 from portlint.findings import split_lines
 
-DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+# A function's name after `def` (wherever it is: a name too many only keeps more; a pattern that
+# starts with a literal is searched for as fast as ``str.find``, one that starts with ``^`` is not).
+DEF = re.compile(r"def[ \t]+(\w+)")
 # A line that is only a comment, after its line end (not one continuing a line that ends in a
 # backslash). It starts with a literal, which ``re`` finds fast.
 COMMENT_LINE = re.compile(r"\n(?<!\\\n)(?<!\\\r\n)[ \t]*#[^\r\n]*")

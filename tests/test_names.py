@@ -82,12 +82,12 @@ def _answers(module: cst.Module) -> list[tuple[str, str, set, set]]:
 
 
 def _parents_differ(module: cst.Module) -> bool:
-    """Parents differ, where the parent is not trivia (whose insides portlint leaves out)."""
+    """Parents differ, for the nodes that are not trivia (which portlint leaves out)."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     expected = {
         node: parent
         for node, parent in wrapper.resolve(ParentNodeProvider).items()
-        if type(parent) not in TRIVIA_TYPES
+        if type(node) not in TRIVIA_TYPES
     }
     return expected != dict(wrapper.resolve(ParentProvider))
 

@@ -14,12 +14,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator
-from types import MethodType
 
 import libcst as cst
 from libcst._nodes import op, whitespace  # LibCST's own grouping of its node classes
-
-Method = Callable[[cst.CSTNode], object]
 
 
 class _FieldOrder(cst.CSTVisitor):
@@ -93,16 +90,24 @@ def _kind(value: object) -> int:
     return kind
 
 
+_ALL_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``node.children`` (in the same order), without rebuilding ``node``."""
-    visited, rest = child_fields(node)
-    for field in (*visited, *rest):
+    fields = _ALL_FIELDS.get(type(node))
+    if fields is None:
+        visited, rest = child_fields(node)
+        fields = _ALL_FIELDS[type(node)] = visited + rest
+    for field in fields:
         value = getattr(node, field)
-        kind = _kind(value)
+        kind = _KINDS.get(type(value)) or _kind(value)
         if kind == _NODE:
             yield value
         elif kind == _SEQUENCE:
-            yield from (child for child in value if _kind(child) == _NODE)
+            for child in value:
+                if (_KINDS.get(type(child)) or _kind(child)) == _NODE:
+                    yield child
 
 
 # Per set of visitor classes, per node type: the methods to call (see ``Walk._class_plan``).
@@ -137,7 +142,6 @@ class Walk:
 
     def __init__(self, visitors: Iterable[object]) -> None:
         self.visitors = list(visitors)
-        self._plans: dict[type, tuple] = {}
         classes = tuple(type(v) for v in self.visitors)
         self._classes = classes
         self._class_plans = _CLASS_PLANS.setdefault(classes, {})
@@ -170,27 +174,14 @@ class Walk:
         self._class_plans[type(node)] = plan
         return plan
 
-    def _bind(self, functions: tuple[tuple[int, Callable], ...]) -> list[Method]:
-        return [MethodType(function, self.visitors[index]) for index, function in functions]
-
-    def _plan(self, node: cst.CSTNode) -> tuple:
-        visits, leaves, fields = self._class_plans.get(type(node)) or self._class_plan(node)
-        bind = self._bind
-        plan = (
-            bind(visits),
-            bind(leaves),
-            tuple((f, always, bind(v), bind(le)) for f, always, v, le in fields),
-        )
-        self._plans[type(node)] = plan
-        return plan
-
     def __call__(self, node: cst.CSTNode) -> None:
-        plan = self._plans.get(type(node)) or self._plan(node)
-        visits, leaves, fields = plan
+        # (The functions are called with their visitor: binding them would be done per file.)
+        visits, leaves, fields = self._class_plans.get(type(node)) or self._class_plan(node)
+        visitors = self.visitors
         skipped = self._skipped  # trivia no visitor looks at: not even entered
         descend = True
-        for method in visits:
-            if method(node) is False:
+        for index, function in visits:
+            if function(visitors[index], node) is False:
                 descend = False
         if descend:
             for field, always, visits_field, leaves_field in fields:
@@ -198,8 +189,8 @@ class Walk:
                 kind = _KINDS.get(type(value)) or _kind(value)
                 if not (always or kind):
                     continue  # not a child field (or an empty `format_spec`, as LibCST skips it)
-                for method in visits_field:
-                    method(node)
+                for index, function in visits_field:
+                    function(visitors[index], node)
                 if kind == _NODE:
                     if type(value) not in skipped:
                         self(value)
@@ -209,7 +200,7 @@ class Walk:
                             type(child) not in skipped
                         ):
                             self(child)
-                for method in leaves_field:
-                    method(node)
-        for method in leaves:
-            method(node)
+                for index, function in leaves_field:
+                    function(visitors[index], node)
+        for index, function in leaves:
+            function(visitors[index], node)
