@@ -79,6 +79,13 @@ INT64_ORIGIN = Evidence(
     (rf"\.[\s\\]*(?:{'|'.join(_INT64_CALLS)})[\s\\)]*\(", r"\.[\s\\]*(?:int64|long)\b"),
     words=(*_INT64_CALLS, "int64", "long"),
 )
+# Those that make int64 only as torch's (`torch.arange`, `torch.int64`) or on an integer tensor
+# (`x.sum()`): after Triton's `tl.` they are no evidence (see ``portlint.partial._code_of``). Not
+# `argmax`, `argmin`, `argsort`, `nonzero` or `long`, which make int64 whatever they are called on.
+INT64_BY_NAME_OR_RECEIVER = (
+    "arange", "tensor", "full", "randint", "randperm", "multinomial", "searchsorted", "bucketize",
+    "sum", "cumsum", "prod", "cumprod", "int64",
+)  # fmt: skip
 # A subscript called: `kernel[grid](...)`, the launch of a Triton kernel.
 LAUNCH = Evidence((r"\](?:[\s\\]|#[^\r\n]*[\r\n])*\(",))
 # `torch.cuda.graph(...)` (a capture; a bare `graph(...)` after `from torch.cuda import graph`) or

@@ -42,7 +42,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from portlint.catalog import Entry, Evidence
+from portlint.catalog import INT64_BY_NAME_OR_RECEIVER, Entry, Evidence
 from portlint.findings import split_lines
 
 # A function's name after `def` (wherever it is: a name too many only keeps more; a pattern that
@@ -128,11 +128,49 @@ def _units(tree: ast.Module, lines: list[str]) -> tuple[list[Unit], dict[int, li
 
 @functools.lru_cache(maxsize=1)  # asked by the gate (:func:`shows_evidence`), then by the cut
 def _code_of(source: str) -> str:
-    """``source`` with the lines that are only a comment made empty (but where a triple-quoted
-    f-string may make such a line code)."""
+    """The text evidence is sought in: ``source`` with the lines that are only a comment made
+    empty (but where a triple-quoted f-string may make such a line code), and Triton's
+    ``tl.arange``, ``tl.sum``, ``tl.int64``... written ``tl_arange`` (no int64 evidence: see
+    :func:`_names_triton_only`) where ``tl`` can only be Triton's language module."""
+    code = source
     if "#" in source and not any(start in source for start in F_STRING_STARTS):
-        return COMMENT_LINE.sub("\n", source)
-    return source
+        code = COMMENT_LINE.sub("\n", source)
+    if "tl." in code and _names_triton_only(code):
+        code = TRITON_MAKER_DOT.sub(r"tl\1_", code)
+    return code
+
+
+# What comes before `import` in a line that is an import statement and nothing else.
+IMPORT_START = re.compile(r"[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?")
+# The name `tl` (not `x.tl` or `utl`), used otherwise than as `tl.<attribute>`.
+BARE_TL = re.compile(r"tl(?<![\w.]tl)(?![\s\\]*\.)(?!\w)")
+# The dot of `tl.sum`, `tl.arange`...: one of the int64 makers that make int64 only as torch's
+# or on an integer tensor (``catalog.INT64_BY_NAME_OR_RECEIVER``).
+TRITON_MAKER_DOT = re.compile(
+    r"tl(?<![\w.]tl)([\s\\]*)\.(?=[\s\\]*(?:" + "|".join(INT64_BY_NAME_OR_RECEIVER) + r")\b)"
+)
+
+
+def _names_triton_only(code: str) -> bool:
+    """Whether ``tl`` in ``code`` is only ever bound by imports that do not mention torch
+    (``import triton.language as tl``, ``from vllm.triton_utils import tl``) and used only as
+    ``tl.<attribute>``: then ``tl.sum(...)`` is no int64 origin to the dtype flow
+    (``portlint.analysis.dtypes``), which knows the makers by their torch names and a reduction
+    by its receiver, and a receiver ``tl`` that nothing assigns holds no known tensor. Any other
+    use (an assignment, a parameter, ``import torch as tl``, a mention in a string, an import
+    sharing its line with other code) says no."""
+    imports = []
+    for match in IMPORTED.finditer(code):
+        line_start = code.rfind("\n", 0, match.start()) + 1
+        statement = code[line_start : match.end()]
+        if IMPORT_START.fullmatch(code, line_start, match.start()) and not (
+            "torch" in statement or ";" in statement
+        ):
+            imports.append((match.start(), match.end()))
+    return all(
+        any(start <= bare.start() < end for start, end in imports)
+        for bare in BARE_TL.finditer(code)
+    )
 
 
 def _code(lines: list[str], start: int, end: int, docstring: tuple[int, int] | None) -> str:

@@ -556,3 +556,50 @@ def test_a_syntax_error_in_a_cut_is_reported_on_the_files_line():
     violation = _syntax_error("m.py", "x = 1\n" + "\n" * 5 + "y = (2)\n", error, [1, 7])
     assert (violation.line, violation.message.startswith("SyntaxError: ")) == (7, True)
     assert _syntax_error("m.py", "x = 1\n", error, None).line == 2
+
+
+TRITON_FILE = (
+    "import torch\nimport triton\nimport triton.language as tl\n\n\n"
+    "@triton.jit\ndef k(x_ptr, n):\n    i = tl.arange(0, 4)\n    s = tl.sum(i)\n"
+    "    tl.store(x_ptr, s.to(tl.int64))\n\n\n"
+    "def launch(n):\n    x = torch.empty(n)\n    k[(1,)](x, n)\n"
+)
+
+
+def test_tritons_tl_makers_are_no_int64_evidence_where_tl_can_only_be_triton():
+    """``tl.arange``, ``tl.sum``, ``tl.int64`` are Triton's: a file whose only int64 evidence they
+    are is not parsed for PORT201/PORT202, unless ``tl`` may be something else there."""
+    from portlint.partial import shows_evidence
+
+    evidence = CATALOG["PORT202"].evidence
+    assert not shows_evidence(TRITON_FILE, evidence)
+    assert not shows_evidence(TRITON_FILE.replace("import triton.language as tl",
+                                                  "from vllm.triton_utils import tl"), evidence)  # fmt: skip
+    for other in (
+        "import torch as tl\n",
+        "tl = torch\n",
+        "def g(tl):\n    pass\n",
+        "import triton.language as tl; tl = x.int()\n",
+        "note = 'tl'\n",
+    ):
+        assert shows_evidence(other + TRITON_FILE, evidence), other
+    # A method that makes int64 whatever it is called on counts after `tl.` too.
+    assert shows_evidence(TRITON_FILE.replace("tl.sum(i)", "tl.argmax(i, 0)"), evidence)
+
+
+def test_the_makers_left_out_after_tl_are_not_those_the_dtype_flow_knows_by_their_method():
+    from portlint.analysis.dtypes import INT64_METHODS
+    from portlint.catalog import INT64_BY_NAME_OR_RECEIVER
+
+    assert not (INT64_METHODS | {"long"}) & set(INT64_BY_NAME_OR_RECEIVER)
+
+
+def test_where_tl_is_torch_its_makers_are_found_with_partial_parsing_as_without():
+    source = TRITON_FILE.replace("import triton.language as tl", "import torch as tl").replace(
+        "x = torch.empty(n)", "x = tl.arange(n)"
+    )
+    select = frozenset({"PORT201", "PORT202"})
+    partial = lint_source("m.py", source, Settings(select=select), fix_edits=False)
+    whole = lint_source("m.py", source, Settings(select=select, partial_parse=False))
+    assert [(v.code, v.line) for v in partial] == [("PORT202", 15)]
+    assert [(v.code, v.line) for v in whole] == [("PORT202", 15)]
