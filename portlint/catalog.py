@@ -8,6 +8,7 @@ entry and every entry a rule.
 
 from __future__ import annotations
 
+import functools
 from collections import namedtuple
 from dataclasses import dataclass
 
@@ -137,19 +138,34 @@ GUARDABLE = frozenset(code for code, entry in CATALOG.items() if entry.guardable
 NEEDLES = ("cuda", "noqa", "NOQA", "NoQA", "nccl", "NCCL", "new_", "jit", "graph(", "capture_begin")
 
 
-# The codes by their triggers: the nine PORT4xx rules share theirs, which are looked for once.
-_GROUPS: dict[tuple[str, ...], frozenset[str]] = {
-    triggers: frozenset(code for code, entry in CATALOG.items() if entry.triggers == triggers)
-    for triggers in {entry.triggers: None for entry in CATALOG.values()}
+# By needle, the triggers that contain it, each with the codes it triggers (the nine PORT4xx
+# rules share theirs): a trigger is looked for only where its needle is.
+_BY_NEEDLE: dict[str, list[tuple[str, frozenset[str]]]] = {
+    needle: [
+        (trigger, frozenset(code for code, e in CATALOG.items() if trigger in e.triggers))
+        for trigger in {t: None for entry in CATALOG.values() for t in entry.triggers}
+        if needle in trigger
+    ]
+    for needle in NEEDLES
 }
+
+
+@functools.lru_cache(maxsize=64)
+def _needles_for(codes: frozenset[str]) -> list[tuple[str, list[tuple[str, frozenset[str]]]]]:
+    """The needles of the triggers of ``codes``, each with those triggers and their codes."""
+    needles = [
+        (needle, [(trigger, group & codes) for trigger, group in by if group & codes])
+        for needle, by in _BY_NEEDLE.items()
+    ]
+    return [(needle, by) for needle, by in needles if by]
 
 
 def codes_with_triggers_in(source: str, codes: frozenset[str]) -> list[str]:
     """The text gate: the enabled codes with at least one trigger string in ``source``."""
-    if not any(needle in source for needle in NEEDLES):
-        return []
     found: set[str] = set()
-    for triggers, group in _GROUPS.items():
-        if not group.isdisjoint(codes) and any(trigger in source for trigger in triggers):
-            found |= group
-    return [code for code in CATALOG if code in codes and code in found]
+    for needle, by in _needles_for(codes):
+        if needle in source:
+            for trigger, group in by:
+                if not group <= found and trigger in source:
+                    found |= group
+    return [code for code in CATALOG if code in found] if found else []

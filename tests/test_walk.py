@@ -8,7 +8,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from portlint.analysis.walk import TRIVIA, Walk, children
+from portlint.analysis.walk import TRIVIA, TRIVIA_TYPES, Walk, children, holds_only_trivia
 from tests.test_names import COMPARE_TREE, CORNERS, FILES, parsed
 
 
@@ -86,7 +86,10 @@ def _events_differ(module: cst.Module) -> int | None:
 def test_walk_visits_like_libcst_on_corner_cases(source: str) -> None:
     module = cst.parse_module(source)
     assert _events_differ(module) is None
-    assert all(list(children(n)) == list(n.children) for n in _nodes(module))
+    assert all(
+        list(children(n)) == [c for c in n.children if type(c) not in TRIVIA_TYPES]
+        for n in _nodes(module)
+    )
 
 
 def _nodes(node: cst.CSTNode):
@@ -138,3 +141,36 @@ def test_trivia_is_skipped_only_where_no_visitor_looks_at_it() -> None:
     kept = [event for event in expected.events if event[0].split("_")[1] not in TRIVIA]
     assert walked.events == kept
     assert len(kept) < len(expected.events)
+
+
+class _NodeRecorder:
+    """A ``visit_``/``leave_`` method for every node type but trivia, none for fields (as the
+    rules have): the walk then looks in no field that can hold only trivia."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int]] = []
+
+
+for _kind in NODE_CLASSES:
+    if _kind.__name__ not in TRIVIA:
+        for _event in ("visit", "leave"):
+            _name = f"{_event}_{_kind.__name__}"
+            setattr(
+                _NodeRecorder, _name, lambda self, node, n=_name: self.events.append((n, id(node)))
+            )
+
+
+def test_the_fields_that_hold_only_trivia_are_not_looked_in_and_nothing_is_missed() -> None:
+    for _, _, module in parsed(FILES):
+        expected, walked = _LibCSTRecorder(), _NodeRecorder()
+        module.visit(expected)
+        Walk([walked])(module)
+        kept = [
+            event
+            for event in expected.events
+            if event[0].count("_") == 1 and event[0].split("_")[1] not in TRIVIA
+        ]
+        assert walked.events == kept
+    assert holds_only_trivia(cst.Call, "whitespace_after_func")
+    assert holds_only_trivia(cst.Name, "lpar") and holds_only_trivia(cst.Arg, "comma")
+    assert not holds_only_trivia(cst.Call, "args") and not holds_only_trivia(cst.Arg, "value")

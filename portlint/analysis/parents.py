@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import BaseMetadataProvider
 
-from portlint.analysis.walk import TRIVIA_TYPES, children
+from portlint.analysis.walk import children
 
 
 class ParentProvider(BaseMetadataProvider[cst.CSTNode]):
@@ -23,6 +23,5 @@ class ParentProvider(BaseMetadataProvider[cst.CSTNode]):
         while pending:
             node = pending.pop()
             for child in children(node):
-                if type(child) not in TRIVIA_TYPES:
-                    parents[child] = node
-                    pending.append(child)
+                parents[child] = node
+                pending.append(child)

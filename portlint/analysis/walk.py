@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import typing
 from collections.abc import Callable, Iterable, Iterator
 
 import libcst as cst
@@ -90,23 +91,57 @@ def _kind(value: object) -> int:
     return kind
 
 
-_ALL_FIELDS: dict[type, tuple[str, ...]] = {}
+@functools.cache
+def _hints(kind: type) -> dict[str, object]:
+    return typing.get_type_hints(kind)
+
+
+def _classes_in(annotation: object) -> list[object]:
+    """The classes a field's annotation names (``Sequence[Union[A, B]]``: A and B)."""
+    if typing.get_origin(annotation) is None:
+        return [annotation]
+    return [c for argument in typing.get_args(annotation) for c in _classes_in(argument)]
+
+
+@functools.cache
+def holds_only_trivia(kind: type, field: str) -> bool:
+    """Whether a field of a node type can hold only trivia (or no node at all), by its annotation:
+    ``lpar: Sequence[LeftParen]``, ``whitespace_after: BaseParenthesizableWhitespace``, ``comma:
+    Comma | MaybeSentinel``. About two fields in three of the other node types are such."""
+    return all(
+        isinstance(c, type)
+        and (
+            not issubclass(c, cst.CSTNode)
+            or c in TRIVIA_TYPES
+            or c.__module__ in (op.__name__, whitespace.__name__)  # their base classes too
+        )
+        for c in _classes_in(_hints(kind)[field])
+    )
+
+
+_INNER_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """``node.children`` (in the same order), without rebuilding ``node``."""
-    fields = _ALL_FIELDS.get(type(node))
+    """``node.children`` but trivia (in the same order), without rebuilding ``node``, and
+    without looking in the fields that can hold only trivia."""
+    fields = _INNER_FIELDS.get(type(node))
     if fields is None:
         visited, rest = child_fields(node)
-        fields = _ALL_FIELDS[type(node)] = visited + rest
+        fields = _INNER_FIELDS[type(node)] = tuple(
+            field for field in visited + rest if not holds_only_trivia(type(node), field)
+        )
     for field in fields:
         value = getattr(node, field)
         kind = _KINDS.get(type(value)) or _kind(value)
         if kind == _NODE:
-            yield value
+            if type(value) not in TRIVIA_TYPES:
+                yield value
         elif kind == _SEQUENCE:
             for child in value:
-                if (_KINDS.get(type(child)) or _kind(child)) == _NODE:
+                if (_KINDS.get(type(child)) or _kind(child)) == _NODE and (
+                    type(child) not in TRIVIA_TYPES
+                ):
                     yield child
 
 
@@ -137,7 +172,7 @@ class Walk:
     A ``visit_<Node>`` method that returns False skips the node's children (in a batched LibCST
     visit the children are visited anyway; no rule returns False). Whitespace, comments and
     punctuation (most of a tree's nodes) are not entered at all when no visitor has a method for
-    any of them.
+    any of them, nor are the fields that can hold only them looked in.
     """
 
     def __init__(self, visitors: Iterable[object]) -> None:
@@ -170,6 +205,12 @@ class Walk:
             )
             for field in (*visited, *rest)
         )
+        if self.skip_trivia:  # a field of trivia only, with no method of its own: nothing to do
+            fields = tuple(
+                (field, always, visits, leaves)
+                for field, always, visits, leaves in fields
+                if visits or leaves or not holds_only_trivia(type(node), field)
+            )
         plan = (self._functions(f"visit_{kind}"), self._functions(f"leave_{kind}"), fields)
         self._class_plans[type(node)] = plan
         return plan
