@@ -603,3 +603,22 @@ def test_where_tl_is_torch_its_makers_are_found_with_partial_parsing_as_without(
     whole = lint_source("m.py", source, Settings(select=select, partial_parse=False))
     assert [(v.code, v.line) for v in partial] == [("PORT202", 15)]
     assert [(v.code, v.line) for v in whole] == [("PORT202", 15)]
+
+
+def test_a_line_of_a_triple_quoted_f_string_that_starts_with_a_hash_is_code():
+    """Such a line may hold code (``{...}``): the cut must not take it for a comment."""
+    from portlint.partial import _has_triple_quoted_f_string
+
+    quotes = '"' * 3
+    source = (
+        f"import torch\n\n\ndef report():\n    return f{quotes}\n"
+        f"# {{torch.cuda.synchronize()}}\n{quotes}\n"
+    )
+    select = frozenset(f"PORT40{n}" for n in range(1, 10))
+    partial = lint_source("m.py", source, Settings(select=select), fix_edits=False)
+    whole = lint_source("m.py", source, Settings(select=select, partial_parse=False))
+    assert [v.line for v in partial] == [v.line for v in whole] == [6]
+    for prefix in ("f", "F", "rf", "Rf", "fr", "FR"):
+        for triple in (quotes, "'" * 3):
+            assert _has_triple_quoted_f_string(f"x = {prefix}{triple}a\n{triple}\n"), prefix
+    assert not _has_triple_quoted_f_string(f"x = {quotes}a\n# f\n{quotes}\ny = r'''b'''\n")
