@@ -247,3 +247,16 @@ def test_known_answers() -> None:
     assert by_code["t.cuda"] == {"f.<locals>.t.cuda"}  # the parameter, not the import
     assert by_code["len"] == {"builtins.len"}
     assert by_code["t.x().y"] == {"torch.x.y"}
+
+
+def test_the_names_imports_bind_to_what_a_fragment_is_part_of() -> None:
+    """Anywhere in the module, before or after their use: what lets the CUDA references skip
+    resolving the names that cannot be under ``torch.cuda``."""
+    module = cst.parse_module(
+        "import torch\nimport torch.cuda as tc\nfrom torch import cuda as c, nn\n"
+        "def f():\n    from torch.cuda import nvtx\n    return later.x\n"
+        "from torch.cuda.memory import empty_cache as later\nimport os\n"
+    )
+    names = MetadataWrapper(module, unsafe_skip_copy=True).resolve(NameProvider)
+    (found,) = {id(n): n for n in names.values()}.values()
+    assert found.names_imported_from("cuda") == {"tc", "c", "nvtx", "later"}

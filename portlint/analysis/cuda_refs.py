@@ -107,10 +107,11 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
         if self.import_depth:
             return
         parent = self.get_metadata(ParentProvider, node, None)
-        if isinstance(parent, cst.Attribute) or dotted_name(node) is None:
+        text = dotted_name(node)
+        if isinstance(parent, cst.Attribute) or text is None:
             return  # part of a longer chain, the attribute's name, or an attribute of a value
         is_cuda = isinstance(node, cst.Attribute) and node.attr.value == "is_cuda"
-        found = None if is_cuda else self._api(node)
+        found = None if is_cuda else self._api(node, text)
         if not (is_cuda or found):
             return  # most names: checked before the costlier questions below
         if isinstance(parent, cst.AssignTarget) or self._in_annotation(node):
@@ -127,8 +128,16 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
         with_item = isinstance(grandparent, cst.WithItem)
         self.set_metadata(node, CudaReference(api, qualified, call, with_item))
 
-    def _api(self, node: cst.Name | cst.Attribute) -> tuple[CudaApi, str] | None:
-        """The CUDA-only API ``node`` names, with the qualified name it is known by."""
+    def _api(self, node: cst.Name | cst.Attribute, text: str) -> tuple[CudaApi, str] | None:
+        """The CUDA-only API ``node`` (written ``text``) names, with the qualified name it is
+        known by. A name under ``torch.cuda`` says ``cuda`` itself (``torch.cuda.x``), or starts
+        with a name an import binds to something under it (``nvtx.x`` after ``from torch.cuda
+        import nvtx``): other names are not resolved at all (most names: resolving is the cost)."""
+        names = self.get_metadata(NameProvider, node, None)
+        if names is None or (
+            "cuda" not in text and text.partition(".")[0] not in names.names_imported_from("cuda")
+        ):
+            return None
         for qualified in sorted(qualified_names(self, node)):
             api = lookup(qualified)
             if api is not None:

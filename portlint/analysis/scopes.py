@@ -178,6 +178,7 @@ class _ScopeVisitor:
         self.scope = Scope("module", Scope("builtins", None))
         self.scope_of: dict[cst.CSTNode, Scope] = {}
         self.accesses: list[Access] = []
+        self.imported: list[tuple[cst.Import | cst.ImportFrom, str]] = []  # with a bound name
         self.stores: set[cst.Name] = set()
         self.chains: list[cst.Attribute | None] = [None]
 
@@ -210,6 +211,8 @@ class _ScopeVisitor:
         for alias in node.names:
             bound = alias.asname.name if alias.asname is not None else alias.name
             name = get_full_name_for_node(bound)
+            if name:
+                self.imported.append((node, name))
             while name:
                 self.scope.bind(name, node)
                 name = name.rpartition(".")[0]
@@ -377,9 +380,22 @@ class Names:
         visitor = _ScopeVisitor()
         visitor.walk(module)
         self.scope_of = visitor.scope_of
+        self.imported = visitor.imported
+        self._imported_from: dict[str, frozenset[str]] = {}
         self.referents: dict[cst.CSTNode, list[Binding]] = {}
         for access in visitor.accesses:
             self._infer(access)
+
+    def names_imported_from(self, fragment: str) -> frozenset[str]:
+        """The names (their first parts) that an import anywhere in the module binds to what
+        ``fragment`` is part of: ``from torch.cuda import nvtx`` binds ``nvtx`` for ``cuda``."""
+        if fragment not in self._imported_from:
+            self._imported_from[fragment] = frozenset(
+                name.split(".")[0]
+                for node, name in self.imported
+                if any(fragment in q.name for q in _imported(node, name))
+            )
+        return self._imported_from[fragment]
 
     def _infer(self, access: Access) -> None:
         if access.chain is not None:
