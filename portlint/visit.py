@@ -6,7 +6,9 @@ Imported by the engine only for files that pass the text gate.
 from __future__ import annotations
 
 import ast
-from contextlib import ExitStack
+import gc
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 
 import libcst as cst
 from libcst._nodes.base import CSTNode
@@ -53,11 +55,33 @@ def lint_parsed(
     return sorted(kept)
 
 
+@contextmanager
+def _without_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector off while a file is parsed and analysed, on again after (where it
+    was on). Parsing makes hundreds of thousands of objects that reference counting frees (trees
+    hold no cycles), and the collector would look at them again and again: 12% of a cold run on
+    vLLM. The few cycles the analysis makes are collected once the file is done."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _violations(
     path: str, source: str, settings: Settings, rules: list[type[Rule]], fix_edits: bool
 ) -> list[Violation]:
     """The findings of ``rules`` in ``source``, parsed whole or cut (see :mod:`portlint.partial`),
     or the syntax error that stops the parse."""
+    with _without_cycle_collection():
+        return _parsed_and_visited(path, source, settings, rules, fix_edits)
+
+
+def _parsed_and_visited(
+    path: str, source: str, settings: Settings, rules: list[type[Rule]], fix_edits: bool
+) -> list[Violation]:
     tree = parse_ast(source)
     cut = None
     if tree and settings.partial_parse and not fix_edits:

@@ -622,3 +622,30 @@ def test_a_line_of_a_triple_quoted_f_string_that_starts_with_a_hash_is_code():
         for triple in (quotes, "'" * 3):
             assert _has_triple_quoted_f_string(f"x = {prefix}{triple}a\n{triple}\n"), prefix
     assert not _has_triple_quoted_f_string(f"x = {quotes}a\n# f\n{quotes}\ny = r'''b'''\n")
+
+
+def test_the_cycle_collector_is_on_again_after_a_file_and_left_off_where_it_was_off(monkeypatch):
+    import gc
+
+    from portlint import visit
+
+    select = Settings(select=frozenset({"PORT101"}))
+    assert gc.isenabled()
+    assert [v.code for v in lint_source("m.py", BUGGY, select, fix_edits=False)] == ["PORT101"]
+    assert gc.isenabled()
+
+    def crash(*args):
+        assert not gc.isenabled()  # off while the file is parsed
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(visit, "parse_unvalidated", crash)
+    with pytest.raises(RuntimeError):
+        lint_source("m.py", BUGGY, select, fix_edits=False)
+    assert gc.isenabled()
+    monkeypatch.undo()
+    gc.disable()
+    try:
+        lint_source("m.py", BUGGY, select, fix_edits=False)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
