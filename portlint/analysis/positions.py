@@ -14,8 +14,9 @@ Python's own parse of the same text (``ast``, which the engine has already made 
 file): the line of its first token, less its leading blank and comment lines. Without that
 parse, or where the two parses do not line up, the whole module is generated at the first
 question. Where the module is a cut of a file (``portlint.partial``), the lines are the cut's
-inside and the file's outside: each position given is moved to the line of the file it is on. ``tests/test_names.py`` checks every non-whitespace node's position equal to LibCST's
-on real files, both ways.
+inside and the file's outside: each position given is moved to the line of the file it is on.
+``tests/test_names.py`` checks every non-whitespace node's position equal to LibCST's on real
+files, both ways, and in cuts.
 """
 
 from __future__ import annotations

@@ -380,7 +380,7 @@ class Names:
         visitor = _ScopeVisitor()
         visitor.walk(module)
         self.scope_of = visitor.scope_of
-        self.imported = visitor.imported
+        self._imports = visitor.imported
         self._imported_from: dict[str, frozenset[str]] = {}
         self.referents: dict[cst.CSTNode, list[Binding]] = {}
         for access in visitor.accesses:
@@ -392,7 +392,7 @@ class Names:
         if fragment not in self._imported_from:
             self._imported_from[fragment] = frozenset(
                 name.split(".")[0]
-                for node, name in self.imported
+                for node, name in self._imports
                 if any(fragment in q.name for q in _imported(node, name))
             )
         return self._imported_from[fragment]
