@@ -84,9 +84,9 @@ INT64_ORIGIN = Evidence(
 # (`x.sum()`): after Triton's `tl.` they are no evidence (see ``portlint.partial._code_of``). Not
 # `argmax`, `argmin`, `argsort`, `nonzero` or `long`, which make int64 whatever they are called on.
 INT64_BY_NAME_OR_RECEIVER = (
-    "arange", "tensor", "full", "randint", "randperm", "multinomial", "searchsorted", "bucketize",
-    "sum", "cumsum", "prod", "cumprod", "int64",
-)  # fmt: skip
+    *(c for c in _INT64_CALLS if c not in ("argmax", "argmin", "argsort", "nonzero")),
+    "int64",
+)
 # A subscript called: `kernel[grid](...)`, the launch of a Triton kernel.
 LAUNCH = Evidence((r"\](?:[\s\\]|#[^\r\n]*[\r\n])*\(",))
 # `torch.cuda.graph(...)` (a capture; a bare `graph(...)` after `from torch.cuda import graph`) or

@@ -39,7 +39,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from portlint.catalog import INT64_BY_NAME_OR_RECEIVER, Entry, Evidence
@@ -167,8 +167,7 @@ def _names_triton_only(code: str) -> bool:
     use (an assignment, a parameter, ``import torch as tl``, a mention in a string, an import
     sharing its line with other code) says no."""
     imports = []
-    for match in IMPORTED.finditer(code):
-        line_start = code.rfind("\n", 0, match.start()) + 1
+    for line_start, match in _import_statements(code):
         statement = code[line_start : match.end()]
         if IMPORT_START.fullmatch(code, line_start, match.start()) and not (
             "torch" in statement or ";" in statement
@@ -267,12 +266,15 @@ def _defined_in(node: ast.stmt) -> set[str]:
 IMPORTED = re.compile(r"import\s+(?:\([^)]*\)|[^\r\n]*(?:\\\r?\n[^\r\n]*)*)")
 
 
+def _import_statements(text: str) -> Iterator[tuple[int, re.Match]]:
+    """Each import in ``text`` (from its ``import``), with where its line starts."""
+    for match in IMPORTED.finditer(text):
+        yield text.rfind("\n", 0, match.start()) + 1, match
+
+
 def _imports(text: str) -> str:
     """The import statements in ``text``, each from the start of its line."""
-    return "\n".join(
-        text[text.rfind("\n", 0, match.start()) + 1 : match.end()]
-        for match in IMPORTED.finditer(text)
-    )
+    return "\n".join(text[start : match.end()] for start, match in _import_statements(text))
 
 
 @functools.cache
