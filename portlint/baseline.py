@@ -14,7 +14,8 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from portlint.findings import Violation
+from portlint.atomic import write_atomically
+from portlint.findings import Violation, split_lines
 
 FORMAT = "portlint-baseline"
 VERSION = 1
@@ -36,17 +37,18 @@ def fingerprint(violation: Violation, lines: list[str]) -> str:
 def _keys(violations: list[Violation], folder: Path, sources: dict[str, str]) -> list[Key]:
     keys = []
     for v in violations:
-        lines = sources[v.path].splitlines() if v.path in sources else _read_lines(v.path)
+        text = sources[v.path] if v.path in sources else _read_text(v.path)
+        lines = split_lines(text)
         relative = Path(os.path.relpath(os.path.abspath(v.path), folder)).as_posix()
         keys.append((relative, v.code or "syntax-error", fingerprint(v, lines)))
     return keys
 
 
-def _read_lines(path: str) -> list[str]:
+def _read_text(path: str) -> str:
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+        return Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return []
+        return ""
 
 
 def write_baseline(
@@ -61,7 +63,7 @@ def write_baseline(
         )
     ]
     document = {"format": FORMAT, "version": VERSION, "findings": entries}
-    file.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    write_atomically(str(file), (json.dumps(document, indent=2) + "\n").encode("utf-8"))
     return len(entries)
 
 

@@ -18,11 +18,11 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import asdict, fields
 from pathlib import Path
 
 import portlint
+from portlint.atomic import write_atomically
 from portlint.findings import Edit, Fix, Violation
 from portlint.settings import Settings
 
@@ -129,15 +129,8 @@ class Cache:
             ignore = self.folder / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("# Created by portlint.\n*\n")
-            handle, temporary = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
-            try:
-                with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                    json.dump(self.entries, stream, separators=(",", ":"))
-                os.replace(temporary, self.file)
-            except BaseException:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(temporary)
-                raise
+            data = json.dumps(self.entries, separators=(",", ":")).encode("utf-8")
+            write_atomically(str(self.file), data)
 
 
 def clean(root: Path) -> bool:

@@ -7,8 +7,8 @@ import difflib
 import os
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
@@ -27,9 +27,11 @@ from portlint.engine import (
     read_source,
     write_source,
 )
-from portlint.findings import SAFE, Violation
-from portlint.registry import all_rules
-from portlint.reporters import fixes_report, json_report, statistics, summary, text_report
+from portlint.findings import SAFE, Violation, split_lines
+from portlint.formats import FORMATS, Context, OutputFormat
+from portlint.registry import BrokenRules, all_rules, check_catalog_lists_every_rule
+from portlint.reporters import fixes_report, summary
+from portlint.settings import Settings
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -63,9 +65,55 @@ def main() -> None:
     """portlint: find code that silently assumes one accelerator."""
 
 
-FORMATS = ["concise", "text", "full", "json", "json-lines", "junit", "github", "sarif"]
-# The formats that show a fix's edits; the others only say whether a fix exists.
-FORMATS_WITH_EDITS = {"full", "json", "json-lines", "sarif"}
+def _format_help() -> str:
+    return "; ".join(f"{name}: {fmt.help}" for name, fmt in FORMATS.items()) + "."
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """What `portlint check` was given on the command line (click's parameters, by name)."""
+
+    paths: tuple[Path, ...]
+    select: str | None
+    extend_select: str | None
+    ignore: str | None
+    config_file: Path | None
+    output_format: str
+    exit_zero: bool
+    show_statistics: bool
+    jobs: int | None
+    quiet: bool
+    fix: bool
+    unsafe_fixes: bool
+    diff: bool
+    show_fixes: bool
+    target_torch_version: str | None
+    force_exclude: bool
+    baseline: Path | None
+    write_baseline: Path | None
+    since: str | None
+    add_noqa: bool
+    stdin_filename: str | None
+    no_cache: bool
+    no_partial_parse: bool
+
+    @property
+    def reading_stdin(self) -> bool:
+        return [str(p) for p in self.paths] == ["-"]
+
+    @property
+    def targets(self) -> list[Path]:
+        if self.reading_stdin and self.stdin_filename:
+            return [Path(self.stdin_filename)]
+        return list(self.paths) or [Path(".")]
+
+    @property
+    def format(self) -> OutputFormat:
+        return FORMATS[self.output_format]
+
+
+class UsageError(Exception):
+    """Something the user must change (an option, the configuration): one line, exit 2."""
 
 
 @main.command()
@@ -83,11 +131,10 @@ FORMATS_WITH_EDITS = {"full", "json", "json-lines", "sarif"}
 )
 @click.option(
     "--output-format",
-    type=click.Choice(FORMATS),
+    type=click.Choice(list(FORMATS)),
     default="concise",
     show_default=True,
-    help="concise (= text), full (source line, caret, fix), json, json-lines, junit, github "
-    "(workflow annotations), sarif (2.1.0, for code scanning).",
+    help=_format_help(),
 )
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option(
@@ -139,202 +186,163 @@ FORMATS_WITH_EDITS = {"full", "json", "json-lines", "sarif"}
     metavar="PATH",
     help="With `-` as the path: the file name the source on stdin stands for.",
 )
-def check(
-    paths: tuple[Path, ...],
-    select: str | None,
-    extend_select: str | None,
-    ignore: str | None,
-    config_file: Path | None,
-    output_format: str,
-    exit_zero: bool,
-    show_statistics: bool,
-    jobs: int | None,
-    quiet: bool,
-    fix: bool,
-    unsafe_fixes: bool,
-    diff: bool,
-    show_fixes: bool,
-    target_torch_version: str | None,
-    force_exclude: bool,
-    baseline: Path | None,
-    write_baseline: Path | None,
-    since: str | None,
-    add_noqa: bool,
-    stdin_filename: str | None,
-    no_cache: bool,
-    no_partial_parse: bool,
-) -> None:
+def check(**parameters: object) -> None:
     """Lint PATHS (files or folders; default: the current folder; `-`: stdin)."""
-    reading_stdin = [str(p) for p in paths] == ["-"]
-    targets = [Path(stdin_filename)] if reading_stdin and stdin_filename else list(paths)
-    cwd = Path.cwd()
+    options = CheckOptions(**parameters)  # type: ignore[arg-type]
     try:
-        if config_file is not None and not config_file.is_file():
-            raise ConfigError(f"config file not found: {config_file}")
-        config_path = config_file or find_pyproject(_common_folder(targets or [Path(".")], cwd))
-        overrides = Overrides(
-            select=_codes(select) if select is not None else None,
-            extend_select=_codes(extend_select),
-            ignore=_codes(ignore),
-            target_torch_version=target_torch_version,
-        )
-        settings = load_settings(config_path, overrides, cwd)
-        if no_partial_parse:
-            settings = dataclasses.replace(settings, partial_parse=False)
-        if "-" in map(str, paths) and not reading_stdin:
-            raise ConfigError("`-` (stdin) cannot be combined with other paths")
-        if sum(map(bool, (fix or diff, add_noqa, write_baseline is not None))) > 1:
-            raise ConfigError("use one of --fix/--diff, --add-noqa and --write-baseline at a time")
-        changed = changed_lines(since, cwd) if since else None
-    except (ConfigError, ChangesError) as error:
-        _fail(f"--since: {error}" if isinstance(error, ChangesError) else str(error))
-    report = Report(output_format, show_statistics, quiet, unsafe_fixes, cwd)
-    if reading_stdin:
-        _check_stdin(settings, stdin_filename or "-", report, fix, diff, exit_zero, force_exclude)
-        return
+        status = _check(options)
+    except (UsageError, ConfigError, BrokenRules) as error:
+        click.echo(f"portlint: error: {error}", err=True)
+        status = EXIT_ERROR
+    sys.exit(status)
 
-    files, missing = discover(targets or [Path(".")], settings, force_exclude)
+
+def _settings(options: CheckOptions) -> tuple[Settings, set[str] | None]:
+    """The run's settings, and the lines changed since ``--since`` (None: no such option)."""
+    if options.config_file is not None and not options.config_file.is_file():
+        raise UsageError(f"config file not found: {options.config_file}")
+    cwd = Path.cwd()
+    config_path = options.config_file or find_pyproject(_common_folder(options.targets, cwd))
+    overrides = Overrides(
+        select=_codes(options.select) if options.select is not None else None,
+        extend_select=_codes(options.extend_select),
+        ignore=_codes(options.ignore),
+        target_torch_version=options.target_torch_version,
+    )
+    settings = load_settings(config_path, overrides, cwd)
+    if options.no_partial_parse:
+        settings = dataclasses.replace(settings, partial_parse=False)
+    if "-" in map(str, options.paths) and not options.reading_stdin:
+        raise UsageError("`-` (stdin) cannot be combined with other paths")
+    modes = (options.fix or options.diff, options.add_noqa, options.write_baseline is not None)
+    if sum(map(bool, modes)) > 1:
+        raise UsageError("use one of --fix/--diff, --add-noqa and --write-baseline at a time")
+    try:
+        changed = changed_lines(options.since, cwd) if options.since else None
+    except ChangesError as error:
+        raise UsageError(f"--since: {error}") from None
+    return settings, changed
+
+
+def _check(options: CheckOptions) -> int:
+    check_catalog_lists_every_rule()
+    settings, changed = _settings(options)
+    report = Report(options)
+    if options.reading_stdin:
+        return _check_stdin(options, settings, report)
+    files, missing = discover(options.targets, settings, options.force_exclude)
     if changed is not None:
         files = [f for f in files if os.path.realpath(f) in changed]
     for path in missing:
         click.echo(f"portlint: error: {path}: no such file or folder", err=True)
-    progress = _Progress(enabled=not quiet)
-    fix_edits = output_format in FORMATS_WITH_EDITS
+    progress = _Progress(enabled=not options.quiet)
+    fix_edits = options.format.shows_edits
     # Beside the pyproject.toml found for the paths (the project root), else here.
-    cache_root = cwd if config_file is not None else Path(settings.root)
-    cache = None if no_cache else Cache(cache_root, settings, fix_edits)
-    result = lint_files(files, settings, jobs, progress, fix_edits, cache)
-    progress.close()
+    cache_root = Path.cwd() if options.config_file is not None else Path(settings.root)
+    cache = None if options.no_cache else Cache(cache_root, settings, fix_edits)
+    try:
+        result = lint_files(
+            files, settings, options.jobs, progress, fix_edits, cache, speedups=True
+        )
+    finally:
+        progress.close()
     if cache is not None:
         cache.save()
 
     violations = result.violations
     if changed is not None:
         violations = on_changed_lines(violations, changed)
-    if add_noqa:
-        sys.exit(_add_noqa(violations, result.internal_errors))
+    if options.add_noqa:
+        return _add_noqa(violations, result.internal_errors)
     applied: Counter[tuple[str, str]] = Counter()
-    if fix or diff:
+    if options.fix or options.diff:
         violations, applied, changed_any, fix_errors = _apply_fixes(
-            violations, settings, unsafe_fixes, diff
+            violations, settings, options.unsafe_fixes, options.diff
         )
         result.internal_errors.extend(fix_errors)
-        if diff:
-            sys.exit(
-                EXIT_ERROR
-                if result.internal_errors
-                else EXIT_FINDINGS
-                if changed_any
-                else EXIT_CLEAN
-            )
+        if options.diff:
+            if result.internal_errors:
+                return EXIT_ERROR
+            return EXIT_FINDINGS if changed_any else EXIT_CLEAN
         if changed is not None:
             violations = on_changed_lines(violations, changed)
     from portlint.baseline import BaselineError, new_findings
     from portlint.baseline import write_baseline as write_baseline_file
 
+    failed = bool(missing or result.internal_errors)
     try:
-        if write_baseline is not None:
-            count = write_baseline_file(write_baseline, violations)
-            click.echo(f"portlint: wrote {count} findings to {write_baseline}", err=True)
-            sys.exit(EXIT_ERROR if missing or result.internal_errors else EXIT_CLEAN)
-        if baseline is not None:
-            violations = new_findings(baseline, violations)
+        if options.write_baseline is not None:
+            count = write_baseline_file(options.write_baseline, violations)
+            click.echo(f"portlint: wrote {count} findings to {options.write_baseline}", err=True)
+            return EXIT_ERROR if failed else EXIT_CLEAN
+        if options.baseline is not None:
+            violations = new_findings(options.baseline, violations)
     except BaselineError as error:
-        _fail(str(error))
-    if show_fixes:
+        raise UsageError(str(error)) from None
+    if options.show_fixes:
         click.echo(fixes_report(applied), nl=False)
-    report.emit(violations, sum(applied.values()))
+    unchecked = len(missing) + len(result.internal_errors)
+    report.emit(violations, sum(applied.values()), unchecked=unchecked)
     for error in result.internal_errors:
         click.echo(f"portlint: error: {error}", err=True)
-
-    if missing or result.internal_errors:
-        sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FINDINGS if violations and not exit_zero else EXIT_CLEAN)
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"portlint: error: {message}", err=True)
-    sys.exit(EXIT_ERROR)
+    if failed:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if violations and not options.exit_zero else EXIT_CLEAN
 
 
 class Report:
     """Prints findings in the chosen format (and, for people, the summary)."""
 
-    def __init__(
-        self, output_format: str, statistics: bool, quiet: bool, unsafe: bool, cwd: Path
-    ) -> None:
-        self.format = output_format
-        self.statistics = statistics
-        self.quiet = quiet
-        self.unsafe = unsafe
-        self.cwd = cwd
+    def __init__(self, options: CheckOptions) -> None:
+        self.options = options
         self.sources: dict[str, str] = {}
 
     def render(self, violations: list[Violation]) -> str:
-        if self.statistics and self.format in ("concise", "text", "full"):
-            return statistics(violations)
-        if self.format in ("concise", "text"):
-            return text_report(violations)
-        from portlint.formats import (
-            full_report,
-            github_report,
-            json_lines_report,
-            junit_report,
-            sarif_report,
-        )
+        context = Context(self.sources, str(Path.cwd()), self.options.show_statistics)
+        return self.options.format.render(violations, context)
 
-        renderers = {
-            "full": lambda found: full_report(found, self.sources),
-            "json": json_report,
-            "json-lines": json_lines_report,
-            "junit": junit_report,
-            "github": github_report,
-            "sarif": lambda found: sarif_report(found, str(self.cwd)),
-        }
-        return renderers[self.format](violations)
-
-    def emit(self, violations: list[Violation], fixed: int = 0, err: bool = False) -> None:
+    def emit(
+        self, violations: list[Violation], fixed: int = 0, err: bool = False, unchecked: int = 0
+    ) -> None:
         click.echo(self.render(violations), nl=False, err=err)
-        if self.format in ("concise", "text", "full") and not self.quiet and not self.statistics:
-            click.echo(summary(violations, fixed, self.unsafe), err=err)
+        options = self.options
+        if options.format.for_people and not options.quiet and not options.show_statistics:
+            click.echo(summary(violations, fixed, options.unsafe_fixes, unchecked), err=err)
 
 
-def _check_stdin(
-    settings, path: str, report: Report, fix: bool, diff: bool, exit_zero: bool, force: bool
-) -> None:
-    """Lint the source on stdin as ``path``; with --fix, print the fixed source to stdout."""
+def _check_stdin(options: CheckOptions, settings: Settings, report: Report) -> int:
+    """Lint the source on stdin as ``--stdin-filename``; with --fix, print the fixed source to
+    stdout."""
+    path = options.stdin_filename or "-"
     data = sys.stdin.buffer.read()
     try:
         source = decode_source(path, data)
     except SourceError as error:
         report.emit([error.violation])
-        sys.exit(EXIT_FINDINGS)
+        return EXIT_FINDINGS
     report.sources[path] = source
-    if force and path != "-" and is_excluded(Path(path), settings):
-        if fix:
+    if options.force_exclude and path != "-" and is_excluded(Path(path), settings):
+        if options.fix:
             sys.stdout.write(source)
-        sys.exit(EXIT_CLEAN)
-    if fix or diff:
-        outcome = fix_source(path, source, settings, report.unsafe)
-        if diff:
+        return EXIT_CLEAN
+    if options.fix or options.diff:
+        outcome = fix_source(path, source, settings, options.unsafe_fixes)
+        if options.diff:
             _print_diff(path, source, outcome.source)
-            sys.exit(EXIT_FINDINGS if outcome.source != source else EXIT_CLEAN)
+            return EXIT_FINDINGS if outcome.source != source else EXIT_CLEAN
         sys.stdout.write(outcome.source)
         sys.stdout.flush()
         report.emit(outcome.violations, sum(outcome.applied.values()), err=True)
         violations = outcome.violations
     else:
-        violations = lint_source(
-            path, source, settings, fix_edits=report.format in FORMATS_WITH_EDITS
-        )
+        fix_edits = options.format.shows_edits
+        violations = lint_source(path, source, settings, fix_edits=fix_edits, speedups=True)
         report.emit(violations)
-    sys.exit(EXIT_FINDINGS if violations and not exit_zero else EXIT_CLEAN)
+    return EXIT_FINDINGS if violations and not options.exit_zero else EXIT_CLEAN
 
 
 def _print_diff(path: str, before: str, after: str) -> None:
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), path, path
-    )
+    lines = difflib.unified_diff(split_lines(before), split_lines(after), path, path)
     click.echo("".join(lines), nl=False)
 
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from portlint.catalog import GUARDABLE
 from portlint.cuda_api import parse_version
 from portlint.registry import expand_selector
 from portlint.settings import Settings
@@ -104,7 +103,6 @@ def load_settings(config_path: Path | None, overrides: Overrides, cwd: Path) -> 
         stream_functions=tuple(table.get("stream-functions", [])),
         guard_functions=tuple(table.get("guard-functions", [])),
         cuda_only_paths=tuple(table.get("cuda-only-paths", [])),
-        guardable_codes=GUARDABLE,
         device_expression=table.get("device-expression", ""),
         target_torch_version=_target_torch_version(overrides, table, document, where),
     )

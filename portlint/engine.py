@@ -7,20 +7,20 @@ The API returns results and never prints; the CLI does the printing.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import stat
-import tempfile
 import tokenize
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from portlint.atomic import write_atomically
 from portlint.cache import Cache, digest
-from portlint.catalog import codes_with_triggers_in
+from portlint.speed.gate import codes_with_triggers_in
 from portlint.findings import SAFE, Fix, Violation, apply_edits, overlaps
+from portlint.registry import BrokenRules
 from portlint.settings import Settings
 
 # Below this many files to parse, a process pool costs more to start than it saves.
@@ -90,21 +90,7 @@ def write_source(path: str, text: str) -> None:
     mode = os.stat(target).st_mode
     if not mode & stat.S_IWUSR:
         raise PermissionError(f"{path}: file is read-only; not fixed")
-    payload = text.encode(encoding)
-    handle, temporary = tempfile.mkstemp(
-        dir=os.path.dirname(target), prefix=".portlint-", suffix=".tmp"
-    )
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(payload)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, stat.S_IMODE(mode))
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+    write_atomically(target, text.encode(encoding), mode)
 
 
 def _line_col(data: bytes, offset: int) -> tuple[int, int]:
@@ -119,12 +105,18 @@ def lint_source(
     *,
     fix_edits: bool = True,
     codes: list[str] | None = None,
+    speedups: bool = False,
+    silenced: list[Violation] | None = None,
 ) -> list[Violation]:
     """Lint one file's text: findings after suppressions, or one diagnostic if it does not parse.
 
-    With ``fix_edits=False`` fixes carry their applicability and message but no edits. A file
+    With ``fix_edits=False`` fixes carry their applicability and message but no edits, and only
+    the parts of the file a rule can report on are parsed (``settings.partial_parse``). A file
     with no trigger string of an enabled rule is not parsed, and LibCST is not even imported.
     ``codes``: what the text gate already said of this file, where the caller ran it.
+    ``speedups``: the process-wide shortcuts of :mod:`portlint.speed.process` (off: nothing
+    outside this call changes while it runs). ``silenced``, where given, gets the findings that
+    platform guards silenced.
     """
     enabled = settings.codes_for(path)
     if codes is None:
@@ -133,7 +125,7 @@ def lint_source(
         return []
     from portlint.visit import lint_parsed  # LibCST and the rules: only for files that need them
 
-    return lint_parsed(path, source, settings, codes, enabled, fix_edits)
+    return lint_parsed(path, source, settings, codes, enabled, fix_edits, speedups, silenced)
 
 
 @dataclass
@@ -180,13 +172,19 @@ def fix_source(path: str, source: str, settings: Settings, unsafe: bool = False)
     return result
 
 
-Job = tuple[str, str, Settings, bool, list[str]]  # path, source, settings, fix_edits, codes
+Job = tuple[str, str, Settings, bool, list[str], bool]  # path, source, settings, fix_edits,
+# codes, speedups
 
 
 def _lint_job(job: Job) -> tuple[str, list[Violation], str | None]:
-    path, source, settings, fix_edits, codes = job
+    path, source, settings, fix_edits, codes, speedups = job
     try:
-        return path, lint_source(path, source, settings, fix_edits=fix_edits, codes=codes), None
+        found = lint_source(
+            path, source, settings, fix_edits=fix_edits, codes=codes, speedups=speedups
+        )
+        return path, found, None
+    except BrokenRules:
+        raise  # portlint itself is broken, not this file: the run must stop
     except Exception as error:  # a crash on one file must not end the run
         return path, [], f"{path}: internal error: {type(error).__name__}: {error}"
 
@@ -198,11 +196,13 @@ def lint_files(
     progress: Callable[[int, int], None] | None = None,
     fix_edits: bool = True,
     cache: Cache | None = None,
+    speedups: bool = False,
 ) -> RunResult:
     """Lint ``files``; ``progress(done, total)`` is called as parsed files complete.
 
     With a ``cache``, a file whose results it holds is neither read nor parsed; the others are,
-    and their results are stored (the caller saves the cache).
+    and their results are stored (the caller saves the cache). ``speedups``: as for
+    :func:`lint_source` (the command line turns them on).
     """
     result = RunResult(files_checked=len(files))
     digests: dict[str, str] = {}
@@ -227,7 +227,7 @@ def lint_files(
                     continue
             codes = codes_with_triggers_in(source, settings.codes_for(path))
             if codes:
-                runner.submit((path, source, settings, fix_edits, codes))
+                runner.submit((path, source, settings, fix_edits, codes, speedups))
             elif cache:
                 cache.store(path, digests[path], [])
         result.files_parsed = runner.submitted

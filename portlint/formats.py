@@ -1,21 +1,24 @@
-"""Output formats for CI and editors: full text, JSON lines, JUnit XML, GitHub annotations, SARIF.
+"""Every output format, in one registry (:data:`FORMATS`): concise text, full text, JSON (ruff's
+field names), JSON lines, JUnit XML, GitHub annotations, SARIF.
 
-The concise text, JSON, statistics and summary live in :mod:`portlint.reporters`; every format
-here renders the same list of violations. ``sources`` maps a path to its text where the file on
+Each renders the same list of violations. ``sources`` maps a path to its text where the file on
 disk is not the source (stdin); otherwise a file's text is read when a format shows source lines.
+What people read beside the findings (the summary, the statistics) is in
+:mod:`portlint.reporters`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from xml.etree import ElementTree
 
 from portlint import __version__
 from portlint.catalog import CATALOG
-from portlint.findings import Violation
-from portlint.reporters import json_items, label
+from portlint.findings import Fix, Violation, split_lines
+from portlint.reporters import label, statistics, statistics_items
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SYNTAX_ERROR = "syntax-error"
@@ -33,7 +36,46 @@ class Sources:
                 self.texts[path] = Path(path).read_text(encoding="utf-8", errors="replace")
             except OSError:
                 self.texts[path] = ""
-        return self.texts[path].splitlines()
+        return [line.rstrip("\r\n") for line in split_lines(self.texts[path])]
+
+def text_report(violations: list[Violation]) -> str:
+    lines = [f"{v.path}:{v.line}:{v.col}: {label(v)}" for v in violations]
+    return "\n".join(lines) + ("\n" if lines else "")
+def _fix_json(fix: Fix | None) -> dict | None:
+    if fix is None:
+        return None
+    return {
+        "applicability": fix.applicability,
+        "message": fix.message,
+        "edits": [
+            {
+                "content": e.content,
+                "location": {"row": e.line, "column": e.col},
+                "end_location": {"row": e.end_line, "column": e.end_col},
+            }
+            for e in fix.edits
+        ],
+    }
+def json_items(violations: list[Violation]) -> list[dict]:
+    """The findings as ruff's JSON objects (plus ``confidence``)."""
+    return [
+        {
+            "cell": None,
+            "code": v.code,
+            "confidence": v.confidence,
+            "end_location": {"column": v.end_col or v.col, "row": v.end_line or v.line},
+            "filename": os.path.abspath(v.path),
+            "fix": _fix_json(v.fix),
+            "location": {"column": v.col, "row": v.line},
+            "message": v.message,
+            "noqa_row": v.line,
+            "url": None,
+        }
+        for v in violations
+    ]
+def json_report(violations: list[Violation]) -> str:
+    return json.dumps(json_items(violations), indent=2) + "\n"
+
 
 
 def json_lines_report(violations: list[Violation]) -> str:
@@ -61,7 +103,7 @@ def full_report(violations: list[Violation], given: dict[str, str] | None = None
             for edit in v.fix.edits:
                 removed = lines[edit.line - 1 : edit.end_line - 1]
                 block += [f"  - {line}" for line in removed]
-                block += [f"  + {line}" for line in edit.content.splitlines()]
+                block += [f"  + {line.rstrip(chr(13) + chr(10))}" for line in split_lines(edit.content)]
         blocks.append("\n".join(block) + "\n")
     return "\n".join(blocks)
 
@@ -94,6 +136,8 @@ def github_report(violations: list[Violation]) -> str:
 
 def junit_report(violations: list[Violation]) -> str:
     """JUnit XML: one test suite per file, one failing test case per finding."""
+    from xml.etree import ElementTree  # (only this format needs it: 4 ms of start-up)
+
     suites = ElementTree.Element(
         "testsuites", name="portlint", tests=str(max(1, len(violations))),
         failures=str(len(violations)), errors="0",
@@ -222,3 +266,52 @@ def sarif_report(violations: list[Violation], root: str) -> str:
     }
     document = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
     return json.dumps(document, indent=2) + "\n"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a format may need besides the findings."""
+
+    sources: dict[str, str] = field(default_factory=dict)  # texts not on disk (stdin)
+    root: str = "."  # what SARIF's URIs are relative to
+    statistics: bool = False  # --statistics: counts per code instead of the findings
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    render: Callable[[list[Violation], Context], str]
+    help: str
+    # Its findings show their fixes' edits (they cost a rewrite per fix to build).
+    shows_edits: bool = False
+    # For people: followed by the summary.
+    for_people: bool = False
+
+
+def _text(violations: list[Violation], context: Context) -> str:
+    return statistics(violations) if context.statistics else text_report(violations)
+
+
+def _json(violations: list[Violation], context: Context) -> str:
+    items = statistics_items(violations) if context.statistics else json_items(violations)
+    return json.dumps(items, indent=2) + "\n"
+
+
+FORMATS: dict[str, OutputFormat] = {
+    "concise": OutputFormat(_text, "one line per finding", for_people=True),
+    "text": OutputFormat(_text, "the same as concise", for_people=True),
+    "full": OutputFormat(
+        lambda found, c: statistics(found) if c.statistics else full_report(found, c.sources),
+        "each finding with its source line, a caret and its fix", shows_edits=True,
+        for_people=True,
+    ),
+    "json": OutputFormat(_json, "a JSON array, with ruff's field names", shows_edits=True),
+    "json-lines": OutputFormat(
+        lambda found, c: json_lines_report(found), "one JSON object per line", shows_edits=True
+    ),
+    "junit": OutputFormat(lambda found, c: junit_report(found), "JUnit XML"),
+    "github": OutputFormat(lambda found, c: github_report(found), "GitHub workflow annotations"),
+    "sarif": OutputFormat(
+        lambda found, c: sarif_report(found, c.root), "SARIF 2.1.0, for code scanning",
+        shows_edits=True,
+    ),
+}  # fmt: skip

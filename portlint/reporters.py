@@ -1,13 +1,12 @@
-"""Turning results into text for people and JSON for tools (ruff's JSON field names)."""
+"""What people read beside the findings: each finding's label, the summary, the fixes applied
+and the counts of ``--statistics``. (The output formats are in :mod:`portlint.formats`.)"""
 
 from __future__ import annotations
 
-import json
-import os
 from collections import Counter
 
 from portlint.catalog import CATALOG
-from portlint.findings import SAFE, Fix, Violation
+from portlint.findings import SAFE, Violation
 
 
 def label(violation: Violation) -> str:
@@ -18,19 +17,21 @@ def label(violation: Violation) -> str:
     return f"{violation.code} {fixable}{violation.message}{likely}"
 
 
-def text_report(violations: list[Violation]) -> str:
-    lines = [f"{v.path}:{v.line}:{v.col}: {label(v)}" for v in violations]
-    return "\n".join(lines) + ("\n" if lines else "")
 
 
-def summary(violations: list[Violation], fixed: int = 0, unsafe_fixes: bool = False) -> str:
+def summary(
+    violations: list[Violation], fixed: int = 0, unsafe_fixes: bool = False, unchecked: int = 0
+) -> str:
+    """The last lines for people: what was found and fixed, and what ``--fix`` can do.
+    ``unchecked``: paths that could not be checked (missing, or an internal error): never then
+    "All checks passed!"."""
     count = len(violations)
     if not count:
-        return (
-            f"Found {fixed} error{'s' if fixed != 1 else ''} ({fixed} fixed, 0 remaining)."
-            if fixed
-            else "All checks passed!"
-        )
+        if fixed:
+            return f"Found {fixed} error{'s' if fixed != 1 else ''} ({fixed} fixed, 0 remaining)."
+        if unchecked:
+            return f"No findings, but {unchecked} path{'s' if unchecked != 1 else ''} could not be checked."
+        return "All checks passed!"
     found = count + fixed
     lines = [
         f"Found {found} error{'s' if found != 1 else ''}"
@@ -65,50 +66,25 @@ def fixes_report(applied: Counter[tuple[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def statistics(violations: list[Violation]) -> str:
+def statistics_items(violations: list[Violation]) -> list[dict]:
+    """Counts per code, most frequent first (as ruff's ``--statistics``: code, name, count, and how
+    many have a safe fix)."""
     counts = Counter(v.code or "syntax-error" for v in violations)
-    rows = []
-    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        name = CATALOG[code].name if code in CATALOG else "file could not be parsed or read"
-        rows.append(f"{count:>6}  {code:<12} {name}")
-    return "\n".join(rows) + ("\n" if rows else "")
-
-
-def _fix_json(fix: Fix | None) -> dict | None:
-    if fix is None:
-        return None
-    return {
-        "applicability": fix.applicability,
-        "message": fix.message,
-        "edits": [
-            {
-                "content": e.content,
-                "location": {"row": e.line, "column": e.col},
-                "end_location": {"row": e.end_line, "column": e.end_col},
-            }
-            for e in fix.edits
-        ],
-    }
-
-
-def json_items(violations: list[Violation]) -> list[dict]:
-    """The findings as ruff's JSON objects (plus ``confidence``)."""
+    fixable = Counter(v.code for v in violations if v.fix and v.fix.applicability == SAFE)
     return [
         {
-            "cell": None,
-            "code": v.code,
-            "confidence": v.confidence,
-            "end_location": {"column": v.end_col or v.col, "row": v.end_line or v.line},
-            "filename": os.path.abspath(v.path),
-            "fix": _fix_json(v.fix),
-            "location": {"column": v.col, "row": v.line},
-            "message": v.message,
-            "noqa_row": v.line,
-            "url": None,
+            "code": code,
+            "name": CATALOG[code].name if code in CATALOG else "file could not be parsed or read",
+            "count": count,
+            "fixable": fixable[code],
         }
-        for v in violations
+        for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     ]
 
 
-def json_report(violations: list[Violation]) -> str:
-    return json.dumps(json_items(violations), indent=2) + "\n"
+def statistics(violations: list[Violation]) -> str:
+    rows = [
+        f"{item['count']:>6}  {item['code']:<12} {item['name']}"
+        for item in statistics_items(violations)
+    ]
+    return "\n".join(rows) + ("\n" if rows else "")

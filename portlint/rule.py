@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -11,9 +12,10 @@ import libcst as cst
 from libcst.metadata import CodeRange, ProviderT
 
 from portlint.analysis.positions import PositionProvider
-from portlint.catalog import CATALOG
+from portlint.evidence import Entry, Evidence
 from portlint.findings import Fix, Violation
 from portlint.fix import Rewrite, build_fix
+from portlint.registry import RuleDefinitionError
 from portlint.settings import Settings
 
 
@@ -69,21 +71,47 @@ class FileContext:
     fix_edits: bool = True
 
 
-class Rule(cst.BatchableCSTVisitor):
-    """Base class of every rule.
+# The sections every rule's documentation has, in this order.
+DOC_SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "Use instead:",
+                "## Fix safety", "## References")  # fmt: skip
+CODE = re.compile(r"PORT\d{3}")
+NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
-    A subclass sets ``code`` (its name, triggers and ``guardable`` come from the catalog) and its
-    inline ``VALID`` and ``INVALID`` cases,
+
+class Rule(cst.BatchableCSTVisitor):
+    """Base class of every rule. A rule is one module of ``portlint.rules``, holding one subclass.
+
+    The subclass declares, as class attributes:
+
+    - ``code`` (``PORTnnn``) and ``name`` (kebab-case);
+    - ``triggers``: strings one of which must occur in a file's text for the rule to run on it
+      (the text gate; a file with none of them is not even parsed);
+    - ``evidence``: what the code of a function must show for the rule to report there
+      (:class:`~portlint.evidence.Evidence`; none: one of the triggers), so that partial parsing
+      may leave the other functions out;
+    - ``guardable``: a device rule, silent in code that runs only on CUDA (platform guards,
+      CUDA-only modules, ``cuda-only-paths``);
+    - ``at_launches``: its findings are at launches (``kernel[grid](...)``) of the functions its
+      triggers mark, so partial parsing keeps those launches;
+    - ``reads_class``: what it reports depends on the class around a finding (the
+      ``self.device`` a fix uses), so partial parsing keeps that class's ``__init__``;
+    - its inline ``VALID`` and ``INVALID`` cases, which are its specification (a test is
+      generated for each);
+
     and writes ``visit_*``/``leave_*`` methods that call :meth:`report`. Its docstring is its
-    documentation, with the sections What it does / Why is this bad? / Example / Fix safety /
-    References.
+    documentation, with the sections What it does / Why is this bad? / Example (and "Use
+    instead:") / Fix safety / References. A class that lacks one of these fails at import
+    (:class:`RuleDefinitionError`). ``portlint/catalog.py`` is generated from these declarations
+    (``python -m portlint.generate``); a test fails when it is stale.
     """
 
     code: ClassVar[str]
-    # From the catalog (portlint/catalog.py), by code: name, triggers, guardable.
     name: ClassVar[str]
     triggers: ClassVar[tuple[str, ...]]
+    evidence: ClassVar[tuple[Evidence, ...]] = ()
     guardable: ClassVar[bool] = False
+    at_launches: ClassVar[bool] = False
+    reads_class: ClassVar[bool] = False
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[Invalid]] = []
     # Other rules enabled while the inline cases run (a rule about other rules' findings).
@@ -93,8 +121,17 @@ class Rule(cst.BatchableCSTVisitor):
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         if "code" in cls.__dict__:
-            entry = CATALOG[cls.code]
-            cls.name, cls.triggers, cls.guardable = entry.name, entry.triggers, entry.guardable
+            problem = _definition_problem(cls)
+            if problem:
+                raise RuleDefinitionError(f"rule {cls.__module__}.{cls.__qualname__}: {problem}")
+
+    @classmethod
+    def entry(cls) -> Entry:
+        """What the catalog holds of this rule."""
+        return Entry(
+            cls.__module__.rsplit(".", 1)[-1], cls.name, cls.triggers, cls.guardable,
+            cls.evidence, cls.at_launches, cls.reads_class,
+        )  # fmt: skip
 
     def __init__(self, context: FileContext) -> None:
         super().__init__()
@@ -139,3 +176,32 @@ class Rule(cst.BatchableCSTVisitor):
     def summary(cls) -> str:
         """The first line of the docs: what the rule reports, in a few words."""
         return cls.documentation().splitlines()[0] if cls.__doc__ else cls.name
+
+
+def _definition_problem(rule: type[Rule]) -> str | None:
+    """What is missing or wrong in a rule class's declarations, if anything."""
+    if not isinstance(rule.__dict__.get("code"), str) or not CODE.fullmatch(rule.code):
+        return "`code` must be a string like 'PORT123'"
+    if not isinstance(getattr(rule, "name", None), str) or not NAME.fullmatch(rule.name):
+        return "`name` must be a kebab-case string like 'hardcoded-cuda-device'"
+    triggers = getattr(rule, "triggers", None)
+    if not isinstance(triggers, tuple) or not triggers or not all(
+        isinstance(t, str) and t for t in triggers
+    ):
+        return "`triggers` must be a non-empty tuple of non-empty strings"
+    if not isinstance(rule.evidence, tuple) or not all(
+        isinstance(e, Evidence) for e in rule.evidence
+    ):
+        return "`evidence` must be a tuple of portlint.evidence.Evidence"
+    for flag in ("guardable", "at_launches", "reads_class"):
+        if not isinstance(getattr(rule, flag), bool):
+            return f"`{flag}` must be True or False"
+    if not rule.VALID or not rule.INVALID:
+        return "it needs inline `VALID` and `INVALID` cases"
+    if not all(isinstance(case, Invalid) for case in rule.INVALID):
+        return "each `INVALID` case must be an `Invalid(source, line, col)`"
+    docs = rule.documentation()
+    missing = [section for section in DOC_SECTIONS if section not in docs]
+    if missing:
+        return f"its docstring lacks {', '.join(map(repr, missing))}"
+    return None

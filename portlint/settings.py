@@ -8,6 +8,8 @@ import functools
 import os
 import re
 
+from portlint.catalog import GUARDABLE
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -19,11 +21,10 @@ class Settings:
     stream_functions: tuple[str, ...] = field(default=())
     guard_functions: tuple[str, ...] = field(default=())
     cuda_only_paths: tuple[str, ...] = field(default=())
-    guardable_codes: frozenset[str] = frozenset()
     device_expression: str = ""
     # The oldest torch the code must run on, as (major, minor); None: every version portlint knows.
     target_torch_version: tuple[int, int] | None = None
-    # Parse only the parts of a file a rule can report on (portlint/partial.py); off for tests
+    # Parse only the parts of a file a rule can report on (portlint/speed/cut.py); off for tests
     # that compare, and never used when fixes must carry their edits.
     partial_parse: bool = True
 
@@ -34,7 +35,7 @@ class Settings:
             if matches_glob(path, pattern, self.root):
                 ignored |= codes
         if matches_any(path, self.cuda_only_paths, self.root):
-            ignored |= self.guardable_codes
+            ignored |= GUARDABLE
         return self.select - ignored
 
 

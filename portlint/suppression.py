@@ -58,7 +58,7 @@ def _comments(source: str) -> list[tuple[int, int, str]]:
     except (tokenize.TokenError, SyntaxError):
         return [
             (n, line.index("#"), line[line.index("#") :])
-            for n, line in enumerate(source.splitlines(), 1)
+            for n, line in enumerate(split_lines(source), 1)
             if "#" in line
         ]
 

@@ -6,24 +6,22 @@ Imported by the engine only for files that pass the text gate.
 from __future__ import annotations
 
 import ast
-import gc
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, nullcontext
 
 import libcst as cst
-from libcst._nodes.base import CSTNode
 from libcst.metadata import BatchableMetadataProvider, MetadataWrapper, ProviderT
 
 from portlint.analysis.guards import GuardAnalysis
 from portlint.analysis.positions import PositionProvider
 from portlint.analysis.walk import Walk
 from portlint.findings import Violation
-from portlint.catalog import CATALOG
-from portlint.partial import NOTHING, parse_ast, shows_evidence, slice_source, source_line
 from portlint.registry import all_rules
 from portlint.rule import FileContext, Rule
 from portlint.rules.port001_unused_noqa import UnusedNoqa
 from portlint.settings import Settings
+from portlint.speed.cut import NOTHING, parse_ast, slice_source, source_line
+from portlint.speed.gate import shows_evidence
+from portlint.speed.process import parse_unvalidated, without_cycle_collection
 from portlint.suppression import apply_suppressions
 
 
@@ -34,89 +32,58 @@ def lint_parsed(
     codes: list[str],
     enabled: frozenset[str],
     fix_edits: bool,
+    speedups: bool = False,
+    silenced: list[Violation] | None = None,
 ) -> list[Violation]:
     """Run the rules ``codes`` on ``source``, apply suppressions, then check unused ``noqa``.
 
     A rule runs only where the file's code shows its evidence (:func:`shows_evidence`), with
     partial parsing or without: a file where no rule can report is not parsed either way (so a
-    syntax error in it goes unreported both ways, as in a file without any trigger)."""
+    syntax error in it goes unreported both ways, as in a file without any trigger).
+    ``speedups``: the process-wide shortcuts of :mod:`portlint.speed.process`. ``silenced``,
+    where given, gets the findings that platform guards silenced."""
     rules = [all_rules()[code] for code in codes]
     shown = {  # (the nine PORT4xx rules share theirs: looked for once)
-        evidence: shows_evidence(source, evidence)
-        for evidence in {CATALOG[rule.code].evidence for rule in rules}
+        evidence: shows_evidence(source, evidence) for evidence in {rule.evidence for rule in rules}
     }
-    visiting = [
-        rule for rule in rules if rule is not UnusedNoqa and shown[CATALOG[rule.code].evidence]
-    ]
-    violations = _violations(path, source, settings, visiting, fix_edits) if visiting else []
+    visiting = [rule for rule in rules if rule is not UnusedNoqa and shown[rule.evidence]]
+    violations: list[Violation] = []
+    if visiting:
+        with without_cycle_collection() if speedups else nullcontext():
+            violations = _violations(path, source, settings, visiting, fix_edits, speedups, silenced)
     kept, used = apply_suppressions(violations, source)
     if UnusedNoqa in rules:
         kept += UnusedNoqa.check(path, source, used, enabled)
     return sorted(kept)
 
 
-@contextmanager
-def _without_cycle_collection() -> Iterator[None]:
-    """Python's cycle collector off while a file is parsed and analysed, on again after (where it
-    was on). Parsing makes hundreds of thousands of objects that reference counting frees (trees
-    hold no cycles), and the collector would look at them again and again: 12% of a cold run on
-    vLLM. The few cycles the analysis makes are collected once the file is done."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _violations(
-    path: str, source: str, settings: Settings, rules: list[type[Rule]], fix_edits: bool
+    path: str,
+    source: str,
+    settings: Settings,
+    rules: list[type[Rule]],
+    fix_edits: bool,
+    speedups: bool,
+    silenced: list[Violation] | None,
 ) -> list[Violation]:
-    """The findings of ``rules`` in ``source``, parsed whole or cut (see :mod:`portlint.partial`),
-    or the syntax error that stops the parse."""
-    with _without_cycle_collection():
-        return _parsed_and_visited(path, source, settings, rules, fix_edits)
-
-
-def _parsed_and_visited(
-    path: str, source: str, settings: Settings, rules: list[type[Rule]], fix_edits: bool
-) -> list[Violation]:
+    """The findings of ``rules`` in ``source``, parsed whole or cut (see
+    :mod:`portlint.speed.cut`), or the syntax error that stops the parse."""
     tree = parse_ast(source)
     cut = None
     if tree and settings.partial_parse and not fix_edits:
-        cut = slice_source(source, tree, [CATALOG[rule.code] for rule in rules])
+        cut = slice_source(source, tree, [rule.entry() for rule in rules])
         if cut is NOTHING:
             return []
-    parsed, statements = (cut.text, cut.statements) if cut else (source, tree and tree.body)
+    parsed = cut.text if cut else source
+    statements = cut.statements if cut else (tree.body if tree else None)
     lines = cut.lines if cut else None
+    parse = parse_unvalidated if tree and speedups else cst.parse_module
     try:
-        module = parse_unvalidated(parsed) if tree else cst.parse_module(parsed)
+        module = parse(parsed)
     except cst.ParserSyntaxError as error:
         return [_syntax_error(path, source, error, lines)]
-    return _visit(path, _Wrapper(module, parsed, statements, lines), rules, settings, fix_edits)
-
-
-_VALIDATE = CSTNode.__post_init__
-
-
-def _no_validation(node: CSTNode) -> None:
-    pass
-
-
-def parse_unvalidated(source: str) -> cst.Module:
-    """``cst.parse_module`` without LibCST's validation of every node it builds.
-
-    ``CSTNode.__post_init__`` checks each new node's fields (a ``Name`` is not empty, a
-    ``Comparison`` has an operator...): checks for trees made by hand, which a tree parsed from
-    text that Python's own parser accepts passes by construction; on vLLM they are 13% of the
-    parse. They are off only while this parse runs, and on again after it, however it ends.
-    """
-    CSTNode.__post_init__ = _no_validation
-    try:
-        return cst.parse_module(source)
-    finally:
-        CSTNode.__post_init__ = _VALIDATE
+    wrapper = _Wrapper(module, parsed, statements, lines)
+    return _visit(path, wrapper, rules, settings, fix_edits, silenced)
 
 
 class _Wrapper(MetadataWrapper):
@@ -163,21 +130,29 @@ def _with_dependencies(providers: set[ProviderT]) -> set[ProviderT]:
 
 
 def _visit(
-    path: str, wrapper: _Wrapper, rules: list[type[Rule]], settings: Settings, fix_edits: bool
+    path: str,
+    wrapper: _Wrapper,
+    rules: list[type[Rule]],
+    settings: Settings,
+    fix_edits: bool,
+    silenced: list[Violation] | None,
 ) -> list[Violation]:
-    """Every rule in one batched visit; the guarded reports of guardable rules dropped, the
-    others placed."""
+    """Every rule in one batched visit; the guarded reports of guardable rules dropped (or
+    given to ``silenced``), the others placed."""
     context = FileContext(path, settings, fix_edits=fix_edits)
     visitors: list[cst.BatchableCSTVisitor] = [rule(context) for rule in rules]
     guardable = {rule.code for rule in rules if rule.guardable}
     guards = GuardAnalysis(settings.guard_functions) if guardable else None
     wrapper.visit_batched(visitors + ([guards] if guards else []))
     positions = wrapper.resolve(PositionProvider)
-    return [
-        report.violation(path, positions)
-        for report in context.reports
-        if guards is None or report.code not in guardable or not guards.is_guarded(report.start)
-    ]
+    found = []
+    for report in context.reports:
+        if guards is not None and report.code in guardable and guards.is_guarded(report.start):
+            if silenced is not None:
+                silenced.append(report.violation(path, positions))
+        else:
+            found.append(report.violation(path, positions))
+    return found
 
 
 def parses(source: str) -> bool:

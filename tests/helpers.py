@@ -6,24 +6,67 @@ import subprocess
 import sys
 from pathlib import Path
 
+from portlint.catalog import CATALOG
 from portlint.engine import lint_source
 from portlint.findings import Violation
 from portlint.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
+BUGGY = 'import torch\nd = torch.device("cuda")\n'
+# The nine PORT4xx rules: references to CUDA-only torch APIs.
+CUDA_API = frozenset(code for code in CATALOG if code.startswith("PORT4"))
 
 
 def lint(
-    source: str, *codes: str, path: str = "case.py", settings: Settings | None = None, **options
+    source: str,
+    *codes: str,
+    path: str = "case.py",
+    settings: Settings | None = None,
+    fix_edits: bool = False,
+    **options,
 ) -> list[Violation]:
-    """Lint ``source`` with ``codes`` (default: every rule), or with ``settings`` as they are."""
-    from portlint.registry import all_rules
-
+    """Lint ``source`` with ``codes`` (default: every rule), or with ``settings`` as they are, the
+    way `portlint check` does by default (partial parsing; fixes described, not built)."""
     if settings is None:
-        selected = frozenset(codes) if codes else frozenset(all_rules())
-        guardable = frozenset(code for code, rule in all_rules().items() if rule.guardable)
-        settings = Settings(select=selected, guardable_codes=guardable, **options)
-    return lint_source(path, source, settings)
+        selected = frozenset(codes) if codes else frozenset(CATALOG)
+        settings = Settings(select=selected, **options)
+    return lint_source(path, source, settings, fix_edits=fix_edits)
+
+
+def cut(source: str, *codes: str):
+    """The cut of ``source`` for the rules ``codes`` (see ``portlint.speed.cut``)."""
+    from portlint.registry import all_rules
+    from portlint.speed.cut import parse_ast, slice_source
+
+    return slice_source(source, parse_ast(source), [all_rules()[code].entry() for code in codes])
+
+
+def in_place(sliced, source: str) -> bool:
+    """Every line of a cut is the line of the source it says it is (or a ``pass`` put where a
+    dropped block started), in order."""
+    lines = source.splitlines()
+    return sliced.lines == sorted(set(sliced.lines)) and all(
+        text == lines[number - 1] or text.strip() == "pass"
+        for text, number in zip(sliced.text.splitlines(), sliced.lines, strict=True)
+    )
+
+
+def tree(root: Path, files: dict[str, str]) -> None:
+    """Write ``files`` (relative path -> text) under ``root``."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def settings_for(root: Path, config: str | None = None) -> Settings:
+    """The settings of a project at ``root`` whose pyproject.toml holds ``config`` (none: none)."""
+    from portlint.config import Overrides, load_settings
+
+    if config is not None:
+        (root / "pyproject.toml").write_text(config)
+        return load_settings(root / "pyproject.toml", Overrides(), root)
+    return load_settings(None, Overrides(), root)
 
 
 def project_settings() -> Settings:
@@ -34,6 +77,7 @@ def project_settings() -> Settings:
 
 
 def run_cli(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m portlint ARGS` in a subprocess (where a real process is the point)."""
     return subprocess.run(
         [sys.executable, "-m", "portlint", *args],
         cwd=cwd,

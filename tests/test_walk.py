@@ -174,3 +174,31 @@ def test_the_fields_that_hold_only_trivia_are_not_looked_in_and_nothing_is_misse
     assert holds_only_trivia(cst.Call, "whitespace_after_func")
     assert holds_only_trivia(cst.Name, "lpar") and holds_only_trivia(cst.Arg, "comma")
     assert not holds_only_trivia(cst.Call, "args") and not holds_only_trivia(cst.Arg, "value")
+
+
+def test_a_visitor_that_prunes_skips_the_subtree_for_itself_alone() -> None:
+    """``visit_FunctionDef`` returning False: its visitor sees nothing inside (as a lone LibCST
+    visit would) but still its ``leave_FunctionDef``; the other visitor of the batch sees all."""
+
+    class Recorder(cst.CSTVisitor):
+        def __init__(self, prune: bool) -> None:
+            super().__init__()
+            self.prune, self.events = prune, []
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            self.events.append(f"visit {node.name.value}")
+            return not self.prune
+
+        def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+            self.events.append(f"leave {original_node.name.value}")
+
+        def visit_Name(self, node: cst.Name) -> None:
+            self.events.append(node.value)
+
+    module = cst.parse_module("a = b\ndef f(x):\n    return y\nc\n")
+    pruning, other = Recorder(prune=True), Recorder(prune=False)
+    Walk([pruning, other])(module)
+    lone = Recorder(prune=True)
+    module.visit(lone)
+    assert pruning.events == lone.events == ["a", "b", "visit f", "leave f", "c"]
+    assert other.events == ["a", "b", "visit f", "f", "x", "y", "leave f", "c"]

@@ -16,20 +16,15 @@ from libcst.metadata import BatchableMetadataProvider
 
 from portlint.analysis.names import argument, dotted_name, method_name, qualified_names
 from portlint.analysis.parents import ParentProvider
-from portlint.analysis.positions import PositionProvider
 from portlint.analysis.scopes import NameProvider
-from portlint.analysis.streams import CAPTURE_CONTEXTS
 from portlint.analysis.walk import children
-
-Position = tuple[int, int]
+from portlint.facts import CAPTURE_BEGIN, CAPTURE_CONTEXTS, CAPTURE_END
 
 
 @dataclass(frozen=True, eq=False)
 class CaptureRegion:
     kind: str  # "with", "enter_context" or "capture_begin"
     call: cst.Call  # the call that starts the capture
-    start: Position  # the captured code, from here ...
-    end: Position  # ... to here
     stream: cst.BaseExpression | None  # the `stream=` argument, where the capture takes one
 
 
@@ -41,7 +36,7 @@ def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
 
 
 class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
-    METADATA_DEPENDENCIES = (PositionProvider, NameProvider, ParentProvider)
+    METADATA_DEPENDENCIES = (NameProvider, ParentProvider)
 
     def __init__(self) -> None:
         super().__init__()
@@ -49,11 +44,6 @@ class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
         self.closing: dict[
             int, list[CaptureRegion]
         ] = {}  # regions that end with a block or statement
-
-    def _position(self, node: cst.CSTNode, end: bool = False) -> Position:
-        code_range = self.get_metadata(PositionProvider, node)
-        point = code_range.end if end else code_range.start
-        return point.line, point.column
 
     def _is_capture(self, node: cst.BaseExpression) -> bool:
         return isinstance(node, cst.Call) and bool(
@@ -74,13 +64,7 @@ class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
         for item in node.items:
             if self._is_capture(item.item):
                 stream = argument(item.item, "stream", 2)
-                region = CaptureRegion(
-                    "with",
-                    item.item,
-                    self._position(node.body),
-                    self._position(node.body, end=True),
-                    stream.value if stream else None,
-                )
+                region = CaptureRegion("with", item.item, stream.value if stream else None)
                 self._open(region, node.body)
 
     def leave_With_body(self, node: cst.With) -> None:
@@ -89,7 +73,7 @@ class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
     # `stack.enter_context(torch.cuda.graph(g))` and `g.capture_begin()` capture what follows.
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
         starts = [
-            c for c in _calls(original_node) if method_name(c) in ("enter_context", "capture_begin")
+            c for c in _calls(original_node) if method_name(c) in ("enter_context", CAPTURE_BEGIN)
         ]
         block = self.get_metadata(ParentProvider, original_node, None) if starts else None
         body = list(getattr(block, "body", ()))
@@ -114,16 +98,12 @@ class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
             closes_with = block if end is None else rest[end]
             kind = "capture_begin"
         if covered:
-            start, end_position = self._position(covered[0]), self._position(covered[-1], end=True)
-            region = CaptureRegion(
-                kind, capture, start, end_position, stream.value if stream else None
-            )
-            self._open(region, closes_with)
+            self._open(CaptureRegion(kind, capture, stream.value if stream else None), closes_with)
 
     @staticmethod
     def _ends_capture(statement: cst.CSTNode, graph: str | None) -> bool:
         return any(
-            method_name(c) == "capture_end" and dotted_name(c.func.value) == graph
+            method_name(c) == CAPTURE_END and dotted_name(c.func.value) == graph
             for c in _calls(statement)
         )
 

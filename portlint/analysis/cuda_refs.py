@@ -32,6 +32,7 @@ from portlint.cuda_api import (
     format_version,
     lookup,
 )
+from portlint.evidence import CUDA_REFERENCE
 from portlint.findings import Fix
 from portlint.fix import Rewrite
 from portlint.rule import Rule
@@ -167,6 +168,9 @@ class CudaApiRule(Rule):
     """The PORT4xx family: one rule per ``family`` of :mod:`portlint.cuda_api`."""
 
     family: ClassVar[str]
+    triggers = ("torch.cuda", "import cuda", ".cuda.", ".is_cuda", "nccl", "NCCL")
+    evidence = (CUDA_REFERENCE,)
+    guardable = reads_class = True
     METADATA_DEPENDENCIES = (
         *Rule.METADATA_DEPENDENCIES,
         CudaReferenceProvider,

@@ -24,28 +24,20 @@ from libcst.metadata import BatchableMetadataProvider, CodeRange
 from portlint.analysis.names import dotted_name, keyword, method_name, positional, qualified_names
 from portlint.analysis.positions import PositionProvider
 from portlint.analysis.scopes import NameProvider
+from portlint.facts import (
+    DTYPE_PRESERVING_METHODS,
+    INT64_DTYPES,
+    INT64_FUNCTIONS,
+    INT64_METHODS,
+    INT64_REDUCTIONS,
+    LIKE_FACTORIES,
+    NEW_METHODS,
+    OTHER_INTEGER_DTYPES,
+)
 
-INT64 = {"torch.int64", "torch.long"}
-OTHER_INTEGERS = {
-    f"torch.{name}" for name in ("int32", "int", "int16", "short", "int8", "uint8", "bool")
-}
-NEW_METHODS = {"new_empty", "new_zeros", "new_ones", "new_full"}
-LIKE_FACTORIES = {f"torch.{kind}_like" for kind in ("empty", "zeros", "ones", "full")}
-INT64_BY_DEFAULT = {
-    f"torch.{name}"
-    for name in (
-        "randint", "randperm", "argmax", "argmin", "argsort", "nonzero", "multinomial",
-        "searchsorted", "bucketize",
-    )
-}  # fmt: skip
-INT64_METHODS = {"argmax", "argmin", "argsort", "nonzero"}
-REDUCTIONS = {"sum", "cumsum", "prod", "cumprod"}
-PRESERVING_METHODS = {
-    "clone", "contiguous", "view", "reshape", "flatten", "squeeze", "unsqueeze", "expand",
-    "expand_as", "view_as", "t", "transpose", "permute", "narrow", "repeat", "flip", "roll",
-    "detach", "cpu", "index_select", "masked_fill", "clamp", "clamp_min", "clamp_max", "abs",
-    "neg", "pin_memory",
-}  # fmt: skip
+INT64_BY_DEFAULT = frozenset(f"torch.{name}" for name in INT64_FUNCTIONS)
+TORCH_REDUCTIONS = frozenset(f"torch.{name}" for name in INT64_REDUCTIONS)
+
 INTEGER_OPERATORS = (
     cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo, cst.BitAnd, cst.BitOr,
     cst.BitXor, cst.LeftShift, cst.RightShift,
@@ -235,9 +227,9 @@ class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
         self, name: str, at: cst.BaseExpression, dtype: cst.BaseExpression, how: str
     ) -> Fact:
         names = qualified_names(self, dtype)
-        if names & INT64:
+        if names & INT64_DTYPES:
             return self._origin(name, at, how, implicit=False)
-        return INTEGER if names & OTHER_INTEGERS else None
+        return INTEGER if names & OTHER_INTEGER_DTYPES else None
 
     def _call(self, name: str, value: cst.Call) -> Fact:
         dtype = keyword(value, "dtype")
@@ -261,7 +253,7 @@ class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
             return None
         if callee & INT64_BY_DEFAULT:
             return self._origin(name, value, f"`{min(callee & INT64_BY_DEFAULT)}`")
-        if callee & {f"torch.{r}" for r in REDUCTIONS} and first is not None:
+        if callee & TORCH_REDUCTIONS and first is not None:
             if self.evaluate(name, first) is not None:
                 return self._origin(name, value, "a sum of an integer tensor")
             return None
@@ -294,7 +286,7 @@ class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
                 if _looks_like_device(target.value)
                 else None
             )
-        if method in REDUCTIONS:
+        if method in INT64_REDUCTIONS:
             return (
                 self._origin(name, value, f"`.{method}()` of an integer tensor")
                 if receiver
@@ -304,6 +296,6 @@ class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
             if isinstance(receiver, Int64Origin):
                 return self._origin(name, value, f"`.{method}()`", receiver)
             return receiver
-        if method in PRESERVING_METHODS:
+        if method in DTYPE_PRESERVING_METHODS:
             return self._derive(name, value, f"`.{method}()`", receiver)
         return None

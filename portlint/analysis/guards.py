@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from portlint.analysis.names import dotted_name, qualified_names
+from portlint.analysis.names import LEAVES_BLOCK, block_ends_in, dotted_name, qualified_names
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
+from portlint.calls import call_key, definition_key
 
 CUDA_TYPES = {"cuda", "hip", "rocm"}
 GUARD_CALL_NAMES = {"is_cuda", "is_cuda_alike", "is_rocm", "is_hip"}
@@ -25,13 +26,6 @@ GUARD_VARIABLES = {
     "is_cuda", "use_cuda", "on_cuda", "cuda_available", "is_rocm", "is_hip", "is_nvidia",
 }  # fmt: skip
 VERSION_ATTRIBUTES = {"torch.version.cuda", "torch.version.hip"}
-
-
-def _exits(block: cst.BaseSuite) -> bool:
-    last = block.body[-1] if block.body else None
-    if isinstance(last, cst.SimpleStatementLine):
-        last = last.body[-1]
-    return isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break))
 
 
 def _string_values(node: cst.BaseExpression) -> list[str] | None:
@@ -143,7 +137,7 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         elif polarity == -1:
             if node.orelse is not None:
                 self._mark(node.orelse)
-            if _exits(node.body):
+            if block_ends_in(node.body, LEAVES_BLOCK):
                 self._mark_rest_of_block(node)
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
@@ -172,16 +166,13 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         self.classes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        key = ".".join([*self.classes[-1:], node.name.value])
-        self.functions[key] = node
+        owner = self.classes[-1] if self.classes else None
+        self.functions[definition_key(node.name.value, owner)] = node
 
     def visit_Call(self, node: cst.Call) -> None:
         callee = dotted_name(node.func)
-        if callee is None:
-            return
-        if callee.startswith(("self.", "cls.")) and self.classes:
-            callee = f"{self.classes[-1]}.{callee.split('.', 1)[1]}"
-        self.calls.append((callee, node))
+        if callee is not None:
+            self.calls.append((call_key(callee, self.classes[-1] if self.classes else None), node))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for callee, call in self.calls:

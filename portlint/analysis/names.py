@@ -49,6 +49,19 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
     return None
 
 
+# What ends a block for good: the function (or the loop) is left; the rest of the block is not run.
+LEAVES_FUNCTION = (cst.Return, cst.Raise)
+LEAVES_BLOCK = (*LEAVES_FUNCTION, cst.Continue, cst.Break)
+
+
+def block_ends_in(block: cst.BaseSuite, kinds: tuple[type[cst.CSTNode], ...]) -> bool:
+    """Whether the last statement of ``block`` is one of ``kinds`` (``LEAVES_BLOCK``...)."""
+    last: cst.CSTNode | None = block.body[-1] if block.body else None
+    if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        last = last.body[-1]
+    return isinstance(last, kinds)
+
+
 def keyword(call: cst.Call, name: str) -> cst.Arg | None:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:

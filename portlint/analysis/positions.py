@@ -13,7 +13,7 @@ one finding in it cost vLLM's run more than a second). Where an anchor's code st
 Python's own parse of the same text (``ast``, which the engine has already made to cut the
 file): the line of its first token, less its leading blank and comment lines. Without that
 parse, or where the two parses do not line up, the whole module is generated at the first
-question. Where the module is a cut of a file (``portlint.partial``), the lines are the cut's
+question. Where the module is a cut of a file (``portlint.speed.cut``), the lines are the cut's
 inside and the file's outside: each position given is moved to the line of the file it is on.
 ``tests/test_names.py`` checks every non-whitespace node's position equal to LibCST's on real
 files, both ways, and in cuts.
@@ -32,7 +32,7 @@ from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodeg
 
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.walk import WHITESPACE_TYPES
-from portlint.partial import source_line
+from portlint.speed.cut import source_line
 
 
 class _Syntactic:
@@ -129,7 +129,7 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
     ) -> None:
         """``source``: the text ``module`` was parsed from; ``statements``: its top-level
         statements as ``ast`` parsed them. Without both, the whole module at the first question.
-        ``lines``: where ``source`` is a cut (``portlint.partial``), the line of the file that
+        ``lines``: where ``source`` is a cut (``portlint.speed.cut``), the line of the file that
         each of its lines is; the ``ast`` statements and the positions given are the file's."""
         self.module, self.parents, self._numbers = module, parents, lines
         self._computed: dict[cst.CSTNode, CodeRange] = {}

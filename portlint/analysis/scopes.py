@@ -35,7 +35,7 @@ IMPORT, LOCAL, BUILTIN = (
 BINDING_STEPS = (
     cst.AnnAssign, cst.AsName, cst.Assign, cst.AugAssign, cst.ClassDef, cst.CompFor,
     cst.FunctionDef, cst.Global, cst.Import, cst.ImportFrom, cst.NamedExpr, cst.Nonlocal,
-    cst.Parameters, cst.WithItem,
+    cst.Parameters, cst.WithItem, cst.TypeVar, cst.TypeAlias, cst.TypeVarTuple, cst.ParamSpec,
 )  # fmt: skip
 # The node types a full name can be given for (``get_full_name_for_node``).
 NAMED = (
@@ -104,7 +104,9 @@ def _imported(node: cst.Import | cst.ImportFrom, full_name: str) -> set[Qualifie
 
 @dataclass(eq=False)
 class Scope:
-    kind: str  # "builtins", "module", "function", "class" or "comprehension"
+    # "builtins", "module", "function", "class", "comprehension", or "annotation" (the scope of
+    # PEP 695 type parameters and type aliases: transparent to qualified names)
+    kind: str
     parent: Scope | None  # None for builtins
     name: str | None = None
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
@@ -122,13 +124,19 @@ class Scope:
             self.prefix = ".".join(filter(None, [parent_prefix, self.name, "<locals>"]))
         elif self.kind == "class":
             self.prefix = ".".join(filter(None, [parent_prefix, self.name]))
+        elif self.kind == "annotation":
+            self.prefix = parent_prefix
         else:
             self.prefix = ".".join(filter(None, [parent_prefix, "<comprehension>"]))
 
-    def visible_parent(self, first: Scope | None = None) -> Scope:
-        """The first enclosing scope (from ``first``) whose names code here sees: not a class."""
+    def visible_parent(self, first: Scope | None = None, origin: Scope | None = None) -> Scope:
+        """The first enclosing scope (from ``first``) whose names code in ``origin`` (default:
+        here) sees: not a class, but for the type parameters' scope right inside it."""
+        origin = origin or self
         parent = first if first is not None else self.parent or self
-        while parent.kind == "class":
+        while parent.kind == "class" and not (
+            origin.kind == "annotation" and origin.parent is parent
+        ):
             parent = parent.parent or parent
         return parent
 
@@ -142,17 +150,19 @@ class Scope:
             return bool(self.bindings[name])
         return self.visible_parent().binds(name)
 
-    def resolve(self, name: str) -> list[Binding]:
-        """Every binding ``name`` may refer to from here, wherever in the scope it was made."""
+    def resolve(self, name: str, origin: Scope | None = None) -> list[Binding]:
+        """Every binding ``name`` may refer to from here (code in ``origin``, default: here),
+        wherever in the scope it was made."""
+        origin = origin or self
         if self.kind == "builtins":
             if name not in self.bindings and hasattr(builtins, name):
                 self.bindings[name] = [Binding(name, self, -1, None)]
             return self.bindings.get(name, [])
         if name in self.overwrites:
-            return self.visible_parent(self.overwrites[name]).resolve(name)
+            return self.visible_parent(self.overwrites[name], origin).resolve(name, origin)
         if name in self.bindings:
             return self.bindings[name]
-        return self.visible_parent().resolve(name)
+        return self.visible_parent(origin=origin).resolve(name, origin)
 
     def bind(self, name: str, node: cst.CSTNode) -> None:
         scope = self
@@ -251,17 +261,27 @@ class _ScopeVisitor:
             self.scope.overwrites[item.name.value] = self.scope.parent
         return False
 
+    def _type_parameters(self, node: cst.FunctionDef | cst.ClassDef | cst.TypeAlias) -> None:
+        """PEP 695: type parameters live in a scope of their own, around the definition."""
+        if node.type_parameters is not None or isinstance(node, cst.TypeAlias):
+            self._enter("annotation")
+            if node.type_parameters is not None:
+                self.walk(node.type_parameters)
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self.scope.bind(node.name.value, node)
         self.scope_of[node.name] = self.scope
-        outer = self._enter("function", node.name.value)
+        enclosing = self.scope
+        self._type_parameters(node)
+        around = self._enter("function", node.name.value)
         self.walk(node.params)
         self.walk(node.body)
-        self.scope = outer
+        self.scope = around
         for decorator in node.decorators:
             self.walk(decorator)
         if node.returns:
             self.walk(node.returns)
+        self.scope = enclosing
         return False
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
@@ -288,13 +308,37 @@ class _ScopeVisitor:
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         self.scope.bind(node.name.value, node)
         self.scope_of[node.name] = self.scope
-        for part in (*node.decorators, *node.bases, *node.keywords):
+        enclosing = self.scope
+        for decorator in node.decorators:
+            self.walk(decorator)
+        self._type_parameters(node)
+        for part in (*node.bases, *node.keywords):
             self.walk(part)
-        outer = self._enter("class", node.name.value)
+        self._enter("class", node.name.value)
         for statement in node.body.body:
             self.walk(statement)
-        self.scope = outer
+        self.scope = enclosing
         return False
+
+    def visit_TypeAlias(self, node: cst.TypeAlias) -> bool:
+        self.scope.bind(node.name.value, node)
+        enclosing = self.scope
+        self._type_parameters(node)
+        self.walk(node.value)
+        self.scope = enclosing
+        return False
+
+    def visit_TypeVar(self, node: cst.TypeVar) -> bool:
+        self.scope.bind(node.name.value, node)
+        if node.bound is not None:
+            self.walk(node.bound)
+        return False
+
+    def visit_TypeVarTuple(self, node: cst.TypeVarTuple) -> bool:
+        self.scope.bind(node.name.value, node)
+        return False
+
+    visit_ParamSpec = visit_TypeVarTuple
 
     def _comprehension(self, node: cst.BaseComp) -> bool:
         for_in = node.for_in

@@ -1,35 +1,11 @@
-"""What the rules know about streams and graph capture: which calls capture, switch or fetch."""
+"""Which stream a call returns: the ambient one, another one, or none (the APIs are in
+:mod:`portlint.facts`)."""
 
 from __future__ import annotations
 
 import enum
 
-CAPTURE_CONTEXTS = {"torch.cuda.graph", "torch.cuda.graphs.graph"}
-STREAM_CONTEXTS = {
-    "torch.cuda.stream",
-    "torch.cuda.StreamContext",
-    "torch.cuda.streams.StreamContext",
-}
-SET_STREAM_FUNCTIONS = {"torch.cuda.set_stream", "torch.accelerator.set_stream"}
-AMBIENT_STREAM_FUNCTIONS = {"torch.cuda.current_stream", "torch.accelerator.current_stream"}
-OTHER_STREAM_FUNCTIONS = {
-    "torch.cuda.Stream",
-    "torch.cuda.streams.Stream",
-    "torch.Stream",
-    "torch.cuda.default_stream",
-    "torch.cuda.ExternalStream",
-}
-
-# Calls that allocate or wait but run no library kernel: repeating one before a capture warms
-# nothing up.
-NOT_WARMUPS = {
-    f"torch.{name}"
-    for name in (
-        "empty", "zeros", "ones", "full", "rand", "randn", "randint", "arange", "tensor",
-        "empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
-        "cuda.synchronize", "accelerator.synchronize", "cuda.CUDAGraph",
-    )
-}  # fmt: skip
+from portlint.facts import AMBIENT_STREAM_FUNCTIONS, OTHER_STREAM_FUNCTIONS
 
 
 class StreamSource(enum.Enum):

@@ -169,8 +169,9 @@ def _looks_at_trivia(visitor: type) -> bool:
 class Walk:
     """Calls the visitors' methods for every node under a root, as a batched LibCST visit does.
 
-    A ``visit_<Node>`` method that returns False skips the node's children (in a batched LibCST
-    visit the children are visited anyway; no rule returns False). Whitespace, comments and
+    A ``visit_<Node>`` method that returns False skips the node's children for its own visitor
+    only (as ``CSTNode.visit`` does for a lone visitor: no field callbacks, no children, but its
+    ``leave_<Node>``); the other visitors of the batch go on below. Whitespace, comments and
     punctuation (most of a tree's nodes) are not entered at all when no visitor has a method for
     any of them, nor are the fields that can hold only them looked in.
     """
@@ -182,6 +183,7 @@ class Walk:
         self._class_plans = _CLASS_PLANS.setdefault(classes, {})
         self.skip_trivia = not any(_looks_at_trivia(c) for c in classes)
         self._skipped = TRIVIA_TYPES if self.skip_trivia else frozenset()
+        self.pruned: set[int] = set()
 
     def _functions(self, name: str) -> tuple[tuple[int, Callable], ...]:
         """The visitors' real methods called ``name``, unbound, with the visitor's index."""
@@ -220,18 +222,22 @@ class Walk:
         visits, leaves, fields = self._class_plans.get(type(node)) or self._class_plan(node)
         visitors = self.visitors
         skipped = self._skipped  # trivia no visitor looks at: not even entered
-        descend = True
+        pruned = self.pruned  # the visitors that do not descend here (empty nearly always)
+        newly = None
         for index, function in visits:
-            if function(visitors[index], node) is False:
-                descend = False
-        if descend:
+            if not (pruned and index in pruned) and function(visitors[index], node) is False:
+                newly = [*(newly or ()), index]
+        if newly:
+            pruned.update(newly)
+        if len(pruned) < len(visitors):
             for field, always, visits_field, leaves_field in fields:
                 value = getattr(node, field)
                 kind = _KINDS.get(type(value)) or _kind(value)
                 if not (always or kind):
                     continue  # not a child field (or an empty `format_spec`, as LibCST skips it)
                 for index, function in visits_field:
-                    function(visitors[index], node)
+                    if not (pruned and index in pruned):
+                        function(visitors[index], node)
                 if kind == _NODE:
                     if type(value) not in skipped:
                         self(value)
@@ -242,6 +248,10 @@ class Walk:
                         ):
                             self(child)
                 for index, function in leaves_field:
-                    function(visitors[index], node)
+                    if not (pruned and index in pruned):
+                        function(visitors[index], node)
+        if newly:
+            pruned.difference_update(newly)
         for index, function in leaves:
-            function(visitors[index], node)
+            if not (pruned and index in pruned):
+                function(visitors[index], node)

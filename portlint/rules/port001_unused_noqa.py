@@ -40,6 +40,8 @@ class UnusedNoqa(Rule):
     """
 
     code = "PORT001"
+    name = "unused-noqa"
+    triggers = ("noqa", "NOQA", "NoQA")
 
     CASES_ALSO_SELECT = ("PORT101", "PORT409")
     VALID = [

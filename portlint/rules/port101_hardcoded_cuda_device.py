@@ -11,6 +11,7 @@ from portlint.analysis.names import (
 )
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
+from portlint.evidence import CUDA_DEVICE_ARGUMENT
 from portlint.findings import UNSAFE
 from portlint.fix import Rewrite
 from portlint.rule import Invalid, Rule
@@ -65,6 +66,10 @@ class HardcodedCudaDevice(Rule):
     """
 
     code = "PORT101"
+    name = "hardcoded-cuda-device"
+    triggers = ('"cuda', "'cuda")
+    evidence = (CUDA_DEVICE_ARGUMENT,)
+    guardable = reads_class = True
     METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, NameProvider, ParentProvider)
 
     VALID = [

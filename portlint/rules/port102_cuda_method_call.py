@@ -46,6 +46,9 @@ class CudaMethodCall(Rule):
     """
 
     code = "PORT102"
+    name = "cuda-method-call"
+    triggers = (".cuda(",)
+    guardable = reads_class = True
     METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, NameProvider, ParentProvider)
 
     VALID = [

@@ -3,10 +3,12 @@ import re
 import libcst as cst
 
 from portlint.analysis.device_scope import walk
-from portlint.analysis.dtypes import NEW_METHODS, Int64Origin, Int64Provider
+from portlint.analysis.dtypes import Int64Origin, Int64Provider
 from portlint.analysis.names import dotted_name, keyword, method_name, qualified_names
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
+from portlint.evidence import INT64_ORIGIN, NEW_TENSOR_CALL
+from portlint.facts import NEW_METHODS
 from portlint.findings import UNSAFE
 from portlint.fix import Rewrite
 from portlint.rule import Invalid, Rule
@@ -83,6 +85,9 @@ class NewTensorInheritsInt64(Rule):
     """
 
     code = "PORT201"
+    name = "new-tensor-inherits-int64"
+    triggers = tuple(sorted(NEW_METHODS))
+    evidence = (NEW_TENSOR_CALL, INT64_ORIGIN)
     METADATA_DEPENDENCIES = (
         *Rule.METADATA_DEPENDENCIES,
         Int64Provider,

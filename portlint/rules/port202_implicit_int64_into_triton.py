@@ -5,11 +5,10 @@ import libcst as cst
 from portlint.analysis.dtypes import Int64Provider
 from portlint.analysis.names import qualified_names
 from portlint.analysis.scopes import NameProvider
+from portlint.evidence import INT64_ORIGIN, LAUNCH
+from portlint.facts import TRITON_KERNEL_DECORATORS
 from portlint.rule import Invalid, Rule
 from portlint.rules.port201_new_inherits_int64 import describe
-
-TRITON_DECORATORS = {"triton.jit", "triton.autotune", "triton.heuristics"}
-
 
 class ImplicitInt64IntoTriton(Rule):
     """Implicitly int64 tensor passed to a Triton kernel.
@@ -52,6 +51,10 @@ class ImplicitInt64IntoTriton(Rule):
     """
 
     code = "PORT202"
+    name = "implicit-int64-into-triton"
+    triggers = ("triton.jit", "import jit")
+    evidence = (LAUNCH, INT64_ORIGIN)
+    at_launches = True
     METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, NameProvider, Int64Provider)
 
     KERNEL = "import torch\nimport triton\n@triton.jit\ndef k(x_ptr, n):\n    pass\n"
@@ -97,7 +100,7 @@ class ImplicitInt64IntoTriton(Rule):
         for decorator in node.decorators:
             expression = decorator.decorator
             target = expression.func if isinstance(expression, cst.Call) else expression
-            if qualified_names(self, target) & TRITON_DECORATORS:
+            if qualified_names(self, target) & TRITON_KERNEL_DECORATORS:
                 self.kernels.add(node.name.value)
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -8,11 +8,20 @@ from libcst.metadata import CodeRange
 
 from portlint.analysis.capture import CaptureRegion, CaptureRegionProvider
 from portlint.analysis.device_scope import walk
-from portlint.analysis.names import argument, dotted_name, imported_names, qualified_names
+from portlint.analysis.names import (
+    LEAVES_FUNCTION,
+    argument,
+    block_ends_in,
+    dotted_name,
+    imported_names,
+    qualified_names,
+)
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.positions import PositionProvider
 from portlint.analysis.scopes import NameProvider
-from portlint.analysis.streams import NOT_WARMUPS, STREAM_CONTEXTS, StreamSource, stream_source
+from portlint.analysis.streams import StreamSource, stream_source
+from portlint.evidence import CAPTURE
+from portlint.facts import NOT_WARMUPS, STREAM_CONTEXTS
 from portlint.findings import UNSAFE
 from portlint.fix import Rewrite
 from portlint.rule import Invalid, Rule
@@ -63,13 +72,6 @@ class Frame:
     stream_contexts: list[str | None] = field(default_factory=list)
     blocks: list[tuple[int, bool]] = field(default_factory=list)  # (id, ends in return/raise)
     captures: list[Capture] = field(default_factory=list)
-
-
-def _ends_in_exit(block: cst.BaseSuite) -> bool:
-    last = block.body[-1] if block.body else None
-    if isinstance(last, cst.SimpleStatementLine):
-        last = last.body[-1]
-    return isinstance(last, (cst.Return, cst.Raise))
 
 
 class CaptureStreamNotWarmed(Rule):
@@ -128,6 +130,9 @@ class CaptureStreamNotWarmed(Rule):
     """
 
     code = "PORT301"
+    name = "capture-stream-not-warmed"
+    triggers = ("graph(", "cuda import")
+    evidence = (CAPTURE,)
     METADATA_DEPENDENCIES = (
         *Rule.METADATA_DEPENDENCIES,
         NameProvider,
@@ -260,13 +265,13 @@ class CaptureStreamNotWarmed(Rule):
 
     # Blocks that end in `return` or `raise` hold calls on paths that never reach a later capture.
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self.frame.blocks.append((id(node), _ends_in_exit(node)))
+        self.frame.blocks.append((id(node), block_ends_in(node, LEAVES_FUNCTION)))
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
         self.frame.blocks.pop()
 
     def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
-        self.frame.blocks.append((id(node), _ends_in_exit(node)))
+        self.frame.blocks.append((id(node), block_ends_in(node, LEAVES_FUNCTION)))
 
     def leave_SimpleStatementSuite(self, original_node: cst.SimpleStatementSuite) -> None:
         self.frame.blocks.pop()

@@ -4,7 +4,9 @@ from portlint.analysis.capture import CaptureRegionProvider
 from portlint.analysis.names import argument, imported_names, qualified_names
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
-from portlint.analysis.streams import SET_STREAM_FUNCTIONS, STREAM_CONTEXTS, stream_source
+from portlint.analysis.streams import stream_source
+from portlint.evidence import CAPTURE
+from portlint.facts import CAPTURE_BEGIN, SET_STREAM_FUNCTIONS, STREAM_CONTEXTS
 from portlint.rule import Invalid, Rule
 
 
@@ -53,6 +55,9 @@ class StreamSwitchInCapture(Rule):
     """
 
     code = "PORT302"
+    name = "stream-switch-in-capture"
+    triggers = ("graph(", CAPTURE_BEGIN)
+    evidence = (CAPTURE,)
     METADATA_DEPENDENCIES = (
         *Rule.METADATA_DEPENDENCIES,
         NameProvider,

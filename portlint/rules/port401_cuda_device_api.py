@@ -47,6 +47,7 @@ class CudaDeviceApi(CudaApiRule):
     """
 
     code = "PORT401"
+    name = "cuda-device-api"
     family = DEVICE
 
     VALID = [

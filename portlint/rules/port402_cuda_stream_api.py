@@ -49,6 +49,7 @@ class CudaStreamApi(CudaApiRule):
     """
 
     code = "PORT402"
+    name = "cuda-stream-api"
     family = STREAMS
 
     VALID = [

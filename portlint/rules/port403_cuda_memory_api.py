@@ -41,6 +41,7 @@ class CudaMemoryApi(CudaApiRule):
     """
 
     code = "PORT403"
+    name = "cuda-memory-api"
     family = MEMORY
 
     VALID = [

@@ -35,6 +35,7 @@ class CudaRngApi(CudaApiRule):
     """
 
     code = "PORT404"
+    name = "cuda-rng-api"
     family = RNG
 
     VALID = [

@@ -40,6 +40,7 @@ class CudaAmpApi(CudaApiRule):
     """
 
     code = "PORT405"
+    name = "cuda-amp-api"
     family = AUTOCAST
 
     VALID = [

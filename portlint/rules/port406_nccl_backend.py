@@ -38,6 +38,7 @@ class NcclBackend(CudaApiRule):
     """
 
     code = "PORT406"
+    name = "nccl-backend"
     family = DISTRIBUTED
 
     VALID = [

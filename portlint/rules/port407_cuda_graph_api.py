@@ -42,6 +42,7 @@ class CudaGraphApi(CudaApiRule):
     """
 
     code = "PORT407"
+    name = "cuda-graph-api"
     family = GRAPHS
 
     VALID = [

@@ -36,6 +36,7 @@ class NvtxRange(CudaApiRule):
     """
 
     code = "PORT408"
+    name = "nvtx-range"
     family = PROFILING
 
     VALID = [

@@ -43,6 +43,7 @@ class OtherCudaApi(CudaApiRule):
     """
 
     code = "PORT409"
+    name = "other-cuda-api"
     family = OTHER
 
     VALID = [

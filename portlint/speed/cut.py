@@ -6,15 +6,17 @@ file is cut with Python's own parser (``ast``, about 100 times faster) into unit
 functions and classes, and the methods of classes — and only these units are kept:
 
 - the units whose code (their text without docstring and comment lines) shows a rule's evidence
-  (``portlint.catalog.Evidence``: what must be there for the rule to report, such as ``"cuda"``
-  given to a call for PORT101), or a name that a module-level import mentioning it defines
-  (``from torch.cuda import nvtx`` defines ``nvtx``); for a rule without evidence, a trigger;
-- for the rules whose findings depend on callers (the guardable ones: a function is guarded when
-  its callers are), the units that may call a function a kept unit defines, as the guard
-  analysis counts calls, to a fixpoint (see :func:`_closure`), and the ``__init__`` of a class
-  whose methods they concern (where ``self.device`` is set, which their fixes use);
-- for PORT202, the units that launch a Triton kernel of the file (``kernel[grid](...)``) and show
-  its evidence, and then the kernels.
+  (``portlint.evidence.Evidence``: what must be there for the rule to report, such as ``"cuda"``
+  given to a call), or a name that a module-level import mentioning it defines (``from
+  torch.cuda import nvtx`` defines ``nvtx``); for a rule without evidence, a trigger;
+- for the rules whose findings depend on callers (``guardable``: a function is guarded when its
+  callers are), the units that may call a function a kept unit defines, as the guard analysis
+  counts calls (:mod:`portlint.calls`), to a fixpoint (see :func:`_closure`);
+- for the rules that read the class around a finding (``reads_class``), the ``__init__`` of the
+  class of each kept method;
+- for the rules whose findings are at launches (``at_launches``), the units that launch a
+  function their triggers mark (``kernel[grid](...)``) and show their evidence, and then those
+  functions.
 
 A top-level function kept for its decorators or signature only (a Triton kernel: ``@triton.jit``),
 that nothing above needs whole, keeps only those: its body is Triton code, which no rule reads.
@@ -40,30 +42,25 @@ import ast
 import functools
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from portlint.catalog import INT64_BY_NAME_OR_RECEIVER, Entry, Evidence
+from portlint.calls import callers_anywhere, callers_in_class, definition_key
+from portlint.evidence import Entry
 from portlint.findings import split_lines
+from portlint.speed.gate import (
+    code_of,
+    compiled,
+    found_in,
+    imports_in,
+    literally,
+    words_pattern,
+)
 
 # A function's name after `def` (wherever it is: a name too many only keeps more; a pattern that
 # starts with a literal is searched for as fast as ``str.find``, one that starts with ``^`` is not).
 DEF = re.compile(r"def[ \t]+(\w+)")
 # A line that is only a comment, after its line end (not one continuing a line that ends in a
 # backslash). It starts with a literal, which ``re`` finds fast.
-COMMENT_LINE = re.compile(r"\n(?<!\\\n)(?<!\\\r\n)[ \t]*#[^\r\n]*")
-
-
-def _has_triple_quoted_f_string(source: str) -> bool:
-    """Whether a triple-quoted f-string (``f'''``, ``Fr'''``...) is in ``source``
-    (a line of it that starts with ``#`` may hold code: ``{...}``): each triple quote's prefix
-    looked at (a dozen scans of the whole text cost four times as much)."""
-    for quotes in ('"""', "'''"):
-        at = source.find(quotes)
-        while at != -1:
-            if source[at - 1 : at] in ("f", "F") or source[at - 2 : at] in ("fr", "fR", "Fr", "FR"):
-                return True
-            at = source.find(quotes, at + 1)
-    return False
 
 
 @dataclass(eq=False)
@@ -133,51 +130,6 @@ def _units(tree: ast.Module, lines: list[str]) -> tuple[list[Unit], dict[int, li
     return units, methods
 
 
-@functools.lru_cache(maxsize=1)  # asked by the gate (:func:`shows_evidence`), then by the cut
-def _code_of(source: str) -> str:
-    """The text evidence is sought in: ``source`` with the lines that are only a comment made
-    empty (but where a triple-quoted f-string may make such a line code), and Triton's
-    ``tl.arange``, ``tl.sum``, ``tl.int64``... written ``tl_arange`` (no int64 evidence: see
-    :func:`_names_triton_only`) where ``tl`` can only be Triton's language module."""
-    code = source
-    if "#" in source and not _has_triple_quoted_f_string(source):
-        code = COMMENT_LINE.sub("\n", source)
-    if "tl." in code and _names_triton_only(code):
-        code = TRITON_MAKER_DOT.sub(r"tl\1_", code)
-    return code
-
-
-# What comes before `import` in a line that is an import statement and nothing else.
-IMPORT_START = re.compile(r"[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?")
-# The name `tl` (not `x.tl` or `utl`), used otherwise than as `tl.<attribute>`.
-BARE_TL = re.compile(r"tl(?<![\w.]tl)(?![\s\\]*\.)(?!\w)")
-# The dot of `tl.sum`, `tl.arange`...: one of the int64 makers that make int64 only as torch's
-# or on an integer tensor (``catalog.INT64_BY_NAME_OR_RECEIVER``).
-TRITON_MAKER_DOT = re.compile(
-    r"tl(?<![\w.]tl)([\s\\]*)\.(?=[\s\\]*(?:" + "|".join(INT64_BY_NAME_OR_RECEIVER) + r")\b)"
-)
-
-
-def _names_triton_only(code: str) -> bool:
-    """Whether ``tl`` in ``code`` is only ever bound by imports that do not mention torch
-    (``import triton.language as tl``, ``from vllm.triton_utils import tl``) and used only as
-    ``tl.<attribute>``: then ``tl.sum(...)`` is no int64 origin to the dtype flow
-    (``portlint.analysis.dtypes``), which knows the makers by their torch names and a reduction
-    by its receiver, and a receiver ``tl`` that nothing assigns holds no known tensor. Any other
-    use (an assignment, a parameter, ``import torch as tl``, a mention in a string, an import
-    sharing its line with other code) says no."""
-    imports = []
-    for line_start, match in _import_statements(code):
-        statement = code[line_start : match.end()]
-        if IMPORT_START.fullmatch(code, line_start, match.start()) and not (
-            "torch" in statement or ";" in statement
-        ):
-            imports.append((match.start(), match.end()))
-    return all(
-        any(start <= bare.start() < end for start, end in imports)
-        for bare in BARE_TL.finditer(code)
-    )
-
 
 def _code(lines: list[str], start: int, end: int, docstring: tuple[int, int] | None) -> str:
     """Lines ``start`` to ``end`` without the docstring."""
@@ -186,19 +138,13 @@ def _code(lines: list[str], start: int, end: int, docstring: tuple[int, int] | N
     return "".join(lines[start - 1 : end])
 
 
-def _words(names: set[str]) -> re.Pattern:
-    return re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
-
 
 def _closure(candidates: list[Unit], kept: list[Unit]) -> list[Unit]:
     """``kept``, and the candidates that may call a function defined in a kept unit, to a
     fixpoint (callers of callers: whether a function is guarded depends on its callers being
     guarded).
 
-    A call counts as the guard analysis counts it: ``f(...)`` for a
-    function ``f`` outside classes; for a function ``f`` in class ``C``, ``C.f(...)`` anywhere
-    and ``self.f(...)``/``cls.f(...)`` in ``C``'s methods. A method named like a common word
-    (``forward``) then keeps its own class's callers, not every unit that says ``forward``.
+    A call counts as the guard analysis counts it (:mod:`portlint.calls`).
     """
     kept = list(kept)
     followed: set[int] = set()
@@ -211,16 +157,11 @@ def _closure(candidates: list[Unit], kept: list[Unit]) -> list[Unit]:
         in_class: dict[str, set[str]] = {}
         for unit in new:
             names = unit.defined_names
-            if unit.owner is None:
-                anywhere |= names
-            else:
-                anywhere |= {f"{unit.owner}.{name}" for name in names}
+            anywhere |= {definition_key(name, unit.owner) for name in names}
+            if unit.owner is not None:
                 in_class.setdefault(unit.owner, set()).update(names)
-        calls = _words(anywhere)
-        own = {
-            owner: re.compile(r"\b(?:self|cls)\.(?:" + "|".join(map(re.escape, sorted(n))) + r")\b")
-            for owner, n in in_class.items()
-        }
+        calls = callers_anywhere(anywhere)
+        own = {owner: callers_in_class(names) for owner, names in in_class.items()}
         kept_ids = {id(u) for u in kept}
         kept += [
             u
@@ -246,7 +187,7 @@ class _Module:
             for node, text in self.statements:
                 if mentions.search(text):
                     names |= _defined_in(node)
-            self._bound[mentions.pattern] = _words(names) if names else None
+            self._bound[mentions.pattern] = words_pattern(names) if names else None
         return self._bound[mentions.pattern]
 
 
@@ -263,34 +204,6 @@ def _defined_in(node: ast.stmt) -> set[str]:
 
 
 # An import's names, up to the end of its statement (parenthesized or continued by backslashes).
-IMPORTED = re.compile(r"import\s+(?:\([^)]*\)|[^\r\n]*(?:\\\r?\n[^\r\n]*)*)")
-
-
-def _import_statements(text: str) -> Iterator[tuple[int, re.Match]]:
-    """Each import in ``text`` (from its ``import``), with where its line starts."""
-    for match in IMPORTED.finditer(text):
-        yield text.rfind("\n", 0, match.start()) + 1, match
-
-
-def _imports(text: str) -> str:
-    """The import statements in ``text``, each from the start of its line."""
-    return "\n".join(text[start : match.end()] for start, match in _import_statements(text))
-
-
-@functools.cache
-def _compiled(patterns: tuple[str, ...]) -> list[re.Pattern]:
-    return [re.compile(pattern) for pattern in patterns]
-
-
-def _found_in(source: str, patterns: tuple[str, ...]) -> list[re.Pattern]:
-    """Those of ``patterns`` that match somewhere in ``source`` (the others cannot match a part
-    of it)."""
-    return [pattern for pattern in _compiled(patterns) if pattern.search(source)]
-
-
-def _literally(strings: tuple[str, ...]) -> re.Pattern:
-    return re.compile("|".join(map(re.escape, strings)))
-
 
 class _Test:
     """Whether a text shows what one rule needs to report there: each piece of its evidence (or,
@@ -301,35 +214,25 @@ class _Test:
     def __init__(self, entry: Entry, module: _Module) -> None:
         self.pieces: list[tuple[list[re.Pattern], re.Pattern | None, re.Pattern | None]] = []
         for index, e in enumerate(entry.evidence):
-            words = _words(set(e.words)) if e.words else None
+            words = words_pattern(set(e.words)) if e.words else None
             names = module.bound_by(words) if words else None
             # The first piece is sought in every unit: first, the patterns that can match at all.
             first = index == 0 and not entry.at_launches
-            patterns = _found_in(module.source, e.patterns) if first else _compiled(e.patterns)
+            patterns = found_in(module.source, e.patterns) if first else compiled(e.patterns)
             self.pieces.append((patterns, names, words))
         if not entry.evidence:
             triggers = tuple(map(re.escape, entry.triggers))
-            names = module.bound_by(_literally(entry.triggers))
-            self.pieces.append((_found_in(module.source, triggers), names, None))
+            names = module.bound_by(literally(entry.triggers))
+            self.pieces.append((found_in(module.source, triggers), names, None))
 
     def __call__(self, text: str) -> bool:
         return all(
             any(pattern.search(text) for pattern in patterns)
             or (names is not None and names.search(text))
-            or (words is not None and "import" in text and words.search(_imports(text)))
+            or (words is not None and "import" in text and words.search(imports_in(text)))
             for patterns, names, words in self.pieces
         )
 
-
-def shows_evidence(source: str, evidence: tuple[Evidence, ...]) -> bool:
-    """Whether ``source`` has every piece of a rule's ``evidence`` somewhere in its code, or one of
-    its words in an import: else the rule cannot report in it."""
-    code = _code_of(source)
-    return all(
-        any(pattern.search(code) for pattern in _compiled(piece.patterns))
-        or bool(piece.words and _words(set(piece.words)).search(_imports(code)))
-        for piece in evidence
-    )
 
 
 def parse_ast(source: str) -> ast.Module | None:
@@ -353,7 +256,7 @@ def _mentions(text: str, triggers: tuple[str, ...], aliases: re.Pattern | None) 
 
 def _launchers(candidates: list[Unit], kernels: list[Unit]) -> tuple[list[Unit], re.Pattern]:
     """The candidates that may launch one of ``kernels`` (``kernel[grid](...)``, the launch
-    PORT202 checks; a kernel's own unit may, where the kernel is nested in a function), and the
+    an ``at_launches`` rule checks; a kernel's own unit may, where the kernel is nested in a function), and the
     pattern of such a launch."""
     names = sorted({name for unit in kernels for name in unit.defined_names})
     launch = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*\[")
@@ -379,7 +282,7 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
     spans = sorted((u.start, u.end) for u in leaves)
     if any(a_end >= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False)):
         return None
-    code_lines = split_lines(_code_of(source))  # (emptied lines stay: the numbers hold)
+    code_lines = split_lines(code_of(source))  # (emptied lines stay: the numbers hold)
     for unit in leaves:
         unit.text = "".join(lines[unit.start - 1 : unit.end])
         unit.code = _code(code_lines, unit.start, unit.end, unit.docstring)
@@ -398,11 +301,12 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
     # What keeps a function's body: code a rule may report on, or a kernel defined in it.
     body_tests = [test for entry, test in tests.items() if not entry.at_launches]
     hits: list[Unit] = []
-    seeds: list[Unit] = []
+    seeds: list[Unit] = []  # kept with their callers
+    in_classes: list[Unit] = []  # kept with their class's `__init__`
     launched: list[Unit] = []
     for entry, test in tests.items():
         if entry.at_launches:
-            defines_kernel = _Test(Entry(entry.name, entry.triggers), module)
+            defines_kernel = _Test(entry._replace(evidence=()), module)  # by its triggers
             body_tests.append(defines_kernel)
             kernels = [u for u in leaves if defines_kernel(u.text)]
             if not kernels:
@@ -418,6 +322,8 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
         hits += found
         if entry.guardable:
             seeds += found
+        if entry.reads_class:
+            in_classes += found
     hits, seeds = list(dict.fromkeys(hits)), list(dict.fromkeys(seeds))
     kept = _closure(leaves, seeds)
     kept += [u for u in launched if u not in kept]
@@ -431,8 +337,8 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
         outside = _outside(lines, leaves, tree)
         if not any(test(outside) for entry, test in tests.items() if not entry.at_launches):
             return NOTHING
-    for group in methods.values():  # where a guardable finding's fix may use `self.device`
-        if any(m in seeds for m in group):
+    for group in methods.values():
+        if any(m in in_classes for m in group):
             kept += [m for m in group if m.name == "__init__" and m not in kept]
     dropped = [u for u in leaves if u not in kept and u not in headers]
     gone = {unit.start for unit in dropped if not unit.method}
@@ -453,7 +359,8 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
 
 
 def _unnamed(entry: Entry) -> Entry:
-    return replace(entry, name="")
+    """``entry`` without what names its rule: rules that differ only in that need one test."""
+    return entry._replace(module="", name="")
 
 
 def _outside(lines: list[str], leaves: list[Unit], tree: ast.Module) -> str:
@@ -490,7 +397,7 @@ def _unneeded_statements(
     Where a module-level statement other than an import or a definition mentions a trigger, a
     rule looks at the module's own code in order (a capture's warm-up calls, say): only imports
     go."""
-    aliases = module.bound_by(_literally(triggers))
+    aliases = module.bound_by(literally(triggers))
     spans = [_span(node) for node in tree.body]
     texts = ["".join(lines[start - 1 : end]) for start, end in spans]
     imports = (ast.Import, ast.ImportFrom)

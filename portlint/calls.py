@@ -1,0 +1,42 @@
+"""When a call counts as a call of one of a module's functions: one convention, followed by the
+guard analysis on the tree (:mod:`portlint.analysis.guards`) and by the cut on the text
+(:mod:`portlint.speed.cut`), so that the cut keeps every caller the guard analysis counts.
+
+A function ``f`` defined outside classes is called by ``f(...)``. A function ``f`` defined in a
+class ``C`` (or nested in one of its methods) is called by ``C.f(...)`` anywhere, and by
+``self.f(...)`` or ``cls.f(...)`` inside ``C``. A method named like a common word (``forward``)
+then has its own class's callers, not every call of some ``forward``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+RECEIVERS = ("self", "cls")
+
+
+def definition_key(name: str, owner: str | None) -> str:
+    """What calls of function ``name``, defined in class ``owner`` (None: outside classes), are
+    counted under."""
+    return f"{owner}.{name}" if owner else name
+
+
+def call_key(callee: str, owner: str | None) -> str:
+    """What a call of ``callee`` (a dotted name) made inside class ``owner`` is counted under."""
+    receiver, _, rest = callee.partition(".")
+    return f"{owner}.{rest}" if owner and rest and receiver in RECEIVERS else callee
+
+
+def _alternatives(names: Iterable[str]) -> str:
+    return "|".join(map(re.escape, sorted(names)))
+
+
+def callers_anywhere(keys: Iterable[str]) -> re.Pattern[str]:
+    """A text that may call one of these definition keys from anywhere (``f``, ``C.f``)."""
+    return re.compile(rf"\b(?:{_alternatives(keys)})\b")
+
+
+def callers_in_class(names: Iterable[str]) -> re.Pattern[str]:
+    """A text in the class that defines these functions that may call one (``self.f``)."""
+    return re.compile(rf"\b(?:{'|'.join(RECEIVERS)})\.(?:{_alternatives(names)})\b")

@@ -1,0 +1,72 @@
+"""What portlint knows of torch and Triton, in one place: read by the text gate and the cut (as
+words and patterns) and by the analyses (as qualified names) alike. Nothing here imports LibCST.
+
+Each fact is written once; the forms each reader needs are derived from it below.
+"""
+
+from __future__ import annotations
+
+# --- Integer dtypes -----------------------------------------------------------------------
+INT64_DTYPES = frozenset({"torch.int64", "torch.long"})
+OTHER_INTEGER_DTYPES = frozenset(
+    f"torch.{name}" for name in ("int32", "int", "int16", "short", "int8", "uint8", "bool")
+)
+
+# --- What makes a tensor int64 without `dtype=` -------------------------------------------------
+# torch functions whose result is int64 by default, whatever their arguments.
+INT64_FUNCTIONS = (
+    "randint", "randperm", "argmax", "argmin", "argsort", "nonzero", "multinomial",
+    "searchsorted", "bucketize",
+)  # fmt: skip
+# int64 only for some arguments: `arange` of integers, `tensor` of integers, `full` with one.
+INT64_FROM_INTEGER_ARGUMENTS = ("arange", "tensor", "full")
+# int64 when reducing an integer or bool tensor (as `torch.sum(x)` or `x.sum()`).
+INT64_REDUCTIONS = ("sum", "cumsum", "prod", "cumprod")
+# Tensor methods whose result is int64 whatever the tensor's dtype.
+INT64_METHODS = frozenset({"argmax", "argmin", "argsort", "nonzero"})
+# Every call that can make int64: the names the gate and the cut look for.
+INT64_CALLS = (*INT64_FROM_INTEGER_ARGUMENTS, *INT64_FUNCTIONS, *INT64_REDUCTIONS)
+# The int64 makers that make int64 only as torch's (`torch.arange`, `torch.int64`) or on an
+# integer tensor (`x.sum()`): after Triton's `tl.`, which is neither, they make no int64. Not
+# `argmax`, `argmin`, `argsort`, `nonzero` or `long`, which make int64 whatever they are called on.
+INT64_ONLY_AS_TORCH_OR_ON_INTEGERS = (*(c for c in INT64_CALLS if c not in INT64_METHODS), "int64")
+
+# --- New tensors that inherit their source's dtype -----------------------------------------
+NEW_METHODS = frozenset({"new_empty", "new_zeros", "new_ones", "new_full"})
+LIKE_FACTORIES = frozenset(f"torch.{kind}_like" for kind in ("empty", "zeros", "ones", "full"))
+# Tensor methods that keep the dtype of the tensor they are called on.
+DTYPE_PRESERVING_METHODS = frozenset({
+    "clone", "contiguous", "view", "reshape", "flatten", "squeeze", "unsqueeze", "expand",
+    "expand_as", "view_as", "t", "transpose", "permute", "narrow", "repeat", "flip", "roll",
+    "detach", "cpu", "index_select", "masked_fill", "clamp", "clamp_min", "clamp_max", "abs",
+    "neg", "pin_memory",
+})  # fmt: skip
+
+# --- Triton -------------------------------------------------------------------------------
+TRITON_KERNEL_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
+
+# --- Graph capture and streams ------------------------------------------------------------
+CAPTURE_CONTEXTS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
+# The method that starts a capture on a graph object (`g.capture_begin()`), and the one that ends it.
+CAPTURE_BEGIN, CAPTURE_END = "capture_begin", "capture_end"
+STREAM_CONTEXTS = frozenset({
+    "torch.cuda.stream", "torch.cuda.StreamContext", "torch.cuda.streams.StreamContext",
+})  # fmt: skip
+SET_STREAM_FUNCTIONS = frozenset({"torch.cuda.set_stream", "torch.accelerator.set_stream"})
+AMBIENT_STREAM_FUNCTIONS = frozenset(
+    {"torch.cuda.current_stream", "torch.accelerator.current_stream"}
+)
+OTHER_STREAM_FUNCTIONS = frozenset({
+    "torch.cuda.Stream", "torch.cuda.streams.Stream", "torch.Stream", "torch.cuda.default_stream",
+    "torch.cuda.ExternalStream",
+})  # fmt: skip
+# Calls that allocate or wait but run no library kernel: repeating one before a capture warms
+# nothing up.
+NOT_WARMUPS = frozenset(
+    f"torch.{name}"
+    for name in (
+        "empty", "zeros", "ones", "full", "rand", "randn", "randint", "arange", "tensor",
+        "empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
+        "cuda.synchronize", "accelerator.synchronize", "cuda.CUDAGraph",
+    )
+)  # fmt: skip

@@ -1,0 +1,244 @@
+"""Partial parsing: the cut keeps what the rules can report on (and the callers, launches and
+classes they need), maps every line back, and finds what whole files find."""
+
+from __future__ import annotations
+
+import pytest
+
+from portlint.engine import lint_source
+from portlint.registry import all_rules
+from portlint.settings import Settings
+from portlint.speed.cut import NOTHING, parse_ast
+from tests.helpers import CUDA_API, REPO, in_place
+from tests.helpers import cut as cut_of
+
+
+PARTIAL_CORPUS = sorted(
+    path
+    for folder in ("tests/fixtures", "tests/seeds", "reference_impl", "portlint")
+    for path in (REPO / folder).rglob("*.py")
+)
+
+
+@pytest.mark.parametrize("path", PARTIAL_CORPUS, ids=lambda p: str(p.relative_to(REPO)))
+def test_partial_parsing_finds_exactly_what_whole_files_find(path):
+    source = path.read_text()
+    codes = frozenset(all_rules())
+    whole = lint_source(str(path), source, Settings(select=codes, partial_parse=False),
+                        fix_edits=False)  # fmt: skip
+    partial = lint_source(str(path), source, Settings(select=codes), fix_edits=False)
+    assert partial == whole
+
+
+def test_partial_parsing_keeps_callers_positions_and_drops_the_rest():
+    body = "".join(f"    x = x + {i}\n" for i in range(12))
+    source = (
+        "import torch\n\n\ndef unrelated(x):\n" + body + "    return x\n\n\n"
+        "class Runner:\n"
+        "    def __init__(self):\n        self.device = None\n\n"
+        "    def helper(self):\n" + body.replace("    ", "        ") + "        return 2\n\n"
+        "    @staticmethod\n    def warm():\n        return torch.zeros(2, device='cuda')\n\n"
+        "    def run(self):\n        return self.warm()\n"
+    )
+    cut = cut_of(source, "PORT101")
+    assert cut is not None
+    # the statements still there: the import and the class (``unrelated`` is gone)
+    assert [type(s).__name__ for s in cut.statements] == ["Import", "ClassDef"]
+    sliced = cut.text
+    assert in_place(cut, source)
+    assert [line for line in sliced.splitlines() if line.strip()] == [
+        "import torch",
+        "class Runner:",
+        "    def __init__(self):",
+        "        self.device = None",
+        "    pass",
+        "    @staticmethod",
+        "    def warm():",
+        "        return torch.zeros(2, device='cuda')",
+        "    def run(self):",
+        "        return self.warm()",
+    ]
+    assert parse_ast("def f(:\n") is None  # does not parse: the whole file, to LibCST
+    # cut even when most of the file is kept; nothing to drop: the whole file
+    mostly_kept = "def a(x):\n" + body + "    return x.to('cuda')\n\n\ndef b():\n    pass\n"
+    cut = cut_of(mostly_kept, "PORT101")
+    assert cut.text == mostly_kept.replace("def b():\n    pass\n", "")
+    assert cut.lines == list(range(1, len(mostly_kept.splitlines()) - 1))
+    assert cut_of("def a(x):\n    return x.to('cuda')\n", "PORT101") is None
+    # nowhere a rule can report: nothing to parse
+    assert cut_of("def a():\n    return 'cuda'\n", "PORT101") is NOTHING
+
+
+def test_partial_parsing_counts_lines_as_python_does():
+    """A form feed ends no line for Python (``str.splitlines`` says it does): the cut must
+    drop the unit's own lines, and the finding stays where it is."""
+    source = "import torch\n\f\ndef a():\n    return 1\n\n\ndef b(x):\n    return x.to('cuda')\n"
+    cut = cut_of(source, "PORT101")
+    # (`import torch` goes too: nothing kept uses it)
+    assert cut.text == "\f\n\n\ndef b(x):\n    return x.to('cuda')\n"
+    assert cut.lines == [2, 5, 6, 7, 8]
+    found = lint_source("m.py", source, Settings(select=frozenset({"PORT101"})), fix_edits=False)
+    assert [(v.line, v.col) for v in found] == [(8, 17)]
+
+
+
+
+
+
+def test_partial_parsing_keeps_the_units_that_use_a_triggering_import():
+    filler = "".join(f"    y = y + {i}\n" for i in range(20))
+    source = (
+        "from torch.cuda import nvtx\n\n\ndef other(y):\n" + filler + "    return y\n\n\n"
+        "def push(name):\n    nvtx.range_push(name)\n"
+    )
+    sliced = cut_of(source, "PORT408").text
+    assert "    nvtx.range_push(name)" in sliced and "y + 3" not in sliced
+    found = lint_source("m.py", source, Settings(select=frozenset({"PORT408"})), fix_edits=False)
+    assert [(v.line, v.code) for v in found] == [(len(source.splitlines()), "PORT408")]
+
+
+def test_partial_parsing_keeps_the_callers_the_guard_analysis_counts():
+    """A kept method's callers are ``self.m``/``cls.m`` in its class and ``C.m`` anywhere (as the
+    guard analysis counts them); another class's ``x.forward()`` is no caller of ``A.forward``."""
+    filler = "".join(f"        y = y + {i}\n" for i in range(5))
+    source = (
+        "import torch\n\n\nclass A:\n"
+        "    def forward(self):\n        torch.cuda.synchronize()\n\n"
+        "    def run(self, y):\n" + filler + "        return self.forward()\n\n\n"
+        "class B:\n"
+        "    def step(self, x, y):\n" + filler + "        return x.forward()\n\n"
+        "    def call(self, y):\n" + filler + "        return A.forward(y)\n"
+    )
+    kept = [line.strip() for line in cut_of(source, "PORT401").text.splitlines()]
+    assert "return self.forward()" in kept and "return A.forward(y)" in kept
+    assert "return x.forward()" not in kept
+    # Guarded only through its callers: all of them must be in the cut, and are.
+    guarded = source.replace(
+        "        return self.forward()", "        if current_platform.is_cuda():\n"
+        "            return self.forward()"
+    ).replace("        return A.forward(y)", "        assert current_platform.is_cuda()\n"
+              "        return A.forward(y)")  # fmt: skip
+    cuda_api = CUDA_API
+    settings = Settings(select=cuda_api)
+    whole = Settings(select=cuda_api, partial_parse=False)
+    assert lint_source("m.py", guarded, settings, fix_edits=False) == []
+    assert lint_source("m.py", guarded, whole, fix_edits=False) == []
+    assert [v.line for v in lint_source("m.py", source, settings, fix_edits=False)] == [6]
+    # One caller guarded, `A.forward(y)` not: still reported, which needs that caller in the cut.
+    half = source.replace(
+        "        return self.forward()",
+        "        if current_platform.is_cuda():\n            return self.forward()",
+    )
+    assert [v.line for v in lint_source("m.py", half, settings, fix_edits=False)] == [6]
+    assert [v.line for v in lint_source("m.py", half, whole, fix_edits=False)] == [6]
+
+
+def test_partial_parsing_keeps_a_kernels_header_and_launches_and_no_needless_callers():
+    """A Triton kernel's body is Triton code, which no rule reads: only its decorators and
+    signature are kept, and the functions that launch it (``kernel[grid](...)``, what PORT202
+    checks). Callers are kept only for the guardable rules (whose findings depend on them):
+    ``caller`` and ``uses_grow`` go."""
+    source = (
+        "import torch\nimport triton\n\n\n"
+        "@triton.jit\ndef helper(x):\n    return x + 1\n\n\n"
+        "@triton.jit\ndef kernel(x_ptr, n):\n    y = helper(n)\n    tl.store(x_ptr, y)\n\n\n"
+        "def launch(n):\n    x = torch.arange(n)\n    kernel[(1,)](x, n)\n\n\n"
+        "def caller(n):\n    return launch(n)\n\n\n"
+        "def grow(n):\n    return torch.arange(n).new_empty(3)\n\n\n"
+        "def uses_grow(t):\n    return grow(t)\n"
+    )
+    cut = cut_of(source, "PORT201", "PORT202")
+    assert in_place(cut, source)
+    assert [line for line in cut.text.splitlines() if line.strip()] == [
+        "import torch",
+        "import triton",
+        "@triton.jit",
+        "def helper(x):",
+        "    pass",
+        "@triton.jit",
+        "def kernel(x_ptr, n):",
+        "    pass",
+        "def launch(n):",
+        "    x = torch.arange(n)",
+        "    kernel[(1,)](x, n)",
+        "def grow(n):",
+        "    return torch.arange(n).new_empty(3)",
+    ]
+    codes = frozenset({"PORT201", "PORT202"})
+    found = lint_source("m.py", source, Settings(select=codes), fix_edits=False)
+    assert [(v.line, v.col, v.code) for v in found] == [(18, 18, "PORT202")]
+    whole = Settings(select=codes, partial_parse=False)
+    assert lint_source("m.py", source, whole, fix_edits=False) == found
+    # A body that mentions a trigger is kept whole (a factory that defines a kernel, say).
+    factory = source.replace("    y = helper(n)\n", "    y = helper(n)  # not triton.jit\n")
+    cut = cut_of(factory, "PORT201", "PORT202")
+    assert "    y = helper(n)  # not triton.jit" in cut.text
+    # With a guardable rule, the callers of a unit it concerns stay (to a fixpoint).
+    guarded = source.replace("x = torch.arange(n)", "x = torch.arange(n, device='cuda')")
+    kept = cut_of(guarded, "PORT101", "PORT201", "PORT202").text
+    assert "    return launch(n)" in kept and "    return grow(n)" not in kept
+
+
+def test_partial_parsing_drops_the_module_level_code_nothing_kept_needs():
+    """An import that defines no name kept code mentions is dropped; so is an assignment,
+    expression or class whose methods all go when it mentions no trigger, binds no name kept code
+    mentions and mentions no function kept code defines (a caller the guard analysis counts:
+    ``warm()``)."""
+    source = (
+        "import torch\nimport os.path\nfrom torch.cuda import nvtx\n"
+        "LIMIT = 8\nUNUSED = compute()\nprint('loaded')\nwarm()\n"
+        "class Config:\n    size = 3\n\n    def get(self):\n        return self.size\n"
+        "class Used:\n    def get(self):\n        return 1\n"
+        "def warm():\n    x = Used()\n    return torch.zeros(LIMIT, device='cuda')\n"
+    )
+    cut = cut_of(source, "PORT101")
+    assert [line for line in cut.text.splitlines() if line.strip()] == [
+        "import torch",
+        "LIMIT = 8",
+        "warm()",
+        "class Used:",
+        "    pass",
+        "def warm():",
+        "    x = Used()",
+        "    return torch.zeros(LIMIT, device='cuda')",
+    ]
+    assert [type(s).__name__ for s in cut.statements] == [
+        "Import", "Assign", "Expr", "ClassDef", "FunctionDef"
+    ]  # fmt: skip
+    found = lint_source("m.py", source, Settings(select=frozenset({"PORT101"})), fix_edits=False)
+    assert [(v.line, v.col) for v in found] == [(18, 38)]
+    whole = Settings(select=frozenset(all_rules()), partial_parse=False)
+    partial = Settings(select=frozenset(all_rules()))
+    assert lint_source("m.py", source, partial, fix_edits=False) == lint_source(
+        "m.py", source, whole, fix_edits=False
+    )
+
+
+def test_a_guarded_function_covers_its_body_not_its_decorators():
+    """Only called under a CUDA guard: its body runs on CUDA only; its decorators run where it
+    is defined."""
+    source = (
+        "import torch\n\n\n"
+        "@register(torch.cuda.current_device())\n"
+        "def warm():\n    torch.cuda.synchronize()\n\n\n"
+        "def run():\n    if torch.version.cuda is not None:\n        warm()\n"
+    )
+    settings = Settings(select=CUDA_API)
+    found = lint_source("m.py", source, settings, fix_edits=False)
+    assert [(v.line, v.col) for v in found] == [(4, 11)]
+
+
+def test_a_syntax_error_in_a_cut_is_reported_on_the_files_line():
+    """Where LibCST refuses a cut that Python accepted, the line of its error is the file's."""
+    import libcst as cst
+
+    from portlint.visit import _syntax_error
+
+    with pytest.raises(cst.ParserSyntaxError) as refused:
+        cst.parse_module("x = 1\ny = (\n")
+    error = refused.value
+    assert error.editor_line == 2
+    # A file that Python parses (so LibCST's account is the one given), cut to lines 1 and 7.
+    violation = _syntax_error("m.py", "x = 1\n" + "\n" * 5 + "y = (2)\n", error, [1, 7])
+    assert (violation.line, violation.message.startswith("SyntaxError: ")) == (7, True)
+    assert _syntax_error("m.py", "x = 1\n", error, None).line == 2

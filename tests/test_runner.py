@@ -1,0 +1,130 @@
+"""Running over many files: a pool that finds what a serial run finds, a crash of one file that
+does not end the run, and the process-wide shortcuts that only the command line turns on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from portlint import engine
+from portlint.discovery import discover
+from portlint.engine import lint_files, lint_source
+from portlint.settings import Settings
+from tests.helpers import BUGGY, REPO, settings_for, tree
+
+
+def test_parallel_run_finds_the_same_as_a_serial_one(tmp_path):
+    sources = [BUGGY, "y = x.cuda()\n", "import torch\ns = torch.arange(3)\nn = s.new_empty(3)\n"]
+    tree(tmp_path, {f"m{i}.py": sources[i % 3] for i in range(60)})
+    settings = settings_for(tmp_path)
+    files, _ = discover([tmp_path], settings)
+    serial = lint_files(files, settings, jobs=1)
+    parallel = lint_files(files, settings, jobs=2)
+    assert len(serial.violations) == 60
+    assert parallel.violations == serial.violations
+
+
+def test_a_crash_on_one_file_is_reported_and_the_run_goes_on(tmp_path, monkeypatch):
+    tree(tmp_path, {"a.py": BUGGY, "b.py": BUGGY})
+    real = engine.lint_source
+
+    def flaky(path, source, settings, **options):
+        if path.endswith("a.py"):
+            raise RecursionError("too deep")
+        return real(path, source, settings, **options)
+
+    monkeypatch.setattr(engine, "lint_source", flaky)
+    settings = settings_for(tmp_path)
+    files, _ = discover([tmp_path], settings)
+    result = lint_files(files, settings, jobs=1)
+    assert [Path(v.path).name for v in result.violations] == ["b.py"]
+    assert len(result.internal_errors) == 1
+    assert "a.py: internal error: RecursionError: too deep" in result.internal_errors[0]
+
+
+def test_the_pool_is_no_larger_than_the_files_can_keep_busy():
+    from portlint.engine import MIN_FILES_PER_WORKER, _Runner
+
+    assert _Runner(16, 20).workers == 20 // MIN_FILES_PER_WORKER  # 2, not 16, for 20 files
+    assert _Runner(2, 3000).workers == 2
+    with _Runner(16, 10) as runner:  # too few files for a pool: run here
+        for n in range(10):
+            runner.submit((f"m{n}.py", "x = 1\n", Settings(), False, ["PORT101"], False))
+        assert runner.pool is None
+        assert [path for path, _, _ in runner.results(None)] == [f"m{n}.py" for n in range(10)]
+
+
+def test_a_parse_without_validation_builds_the_same_tree_and_validates_again_after():
+    import libcst as cst
+
+    from portlint.speed.process import parse_unvalidated
+
+    for path in sorted((REPO / "portlint").rglob("*.py"))[:20]:
+        source = path.read_text()
+        assert parse_unvalidated(source).deep_equals(cst.parse_module(source)), path
+    with pytest.raises(cst.ParserSyntaxError):
+        parse_unvalidated("def f(:\n")
+    # LibCST's checks of hand-made nodes are on again, after a parse that failed too.
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("")
+
+
+def test_the_cycle_collector_is_on_again_after_a_file_and_left_off_where_it_was_off(monkeypatch):
+    import gc
+
+    from portlint import visit
+
+    select = Settings(select=frozenset({"PORT101"}))
+    assert gc.isenabled()
+    found = lint_source("m.py", BUGGY, select, fix_edits=False, speedups=True)
+    assert [v.code for v in found] == ["PORT101"]
+    assert gc.isenabled()
+
+    def crash(*args):
+        assert not gc.isenabled()  # off while the file is parsed
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(visit, "parse_unvalidated", crash)
+    with pytest.raises(RuntimeError):
+        lint_source("m.py", BUGGY, select, fix_edits=False, speedups=True)
+    assert gc.isenabled()
+    monkeypatch.undo()
+    gc.disable()
+    try:
+        lint_source("m.py", BUGGY, select, fix_edits=False, speedups=True)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_library_caller_gets_no_process_wide_shortcut_unless_it_asks(monkeypatch):
+    """``lint_source`` leaves the cycle collector and LibCST's validation alone by default (an
+    editor server lints from threads); the command line asks for both."""
+    import gc
+
+    import libcst as cst
+    from click.testing import CliRunner
+
+    from portlint import visit
+    from portlint.cli import main
+
+    seen: list[tuple[bool, bool]] = []
+    real_parse = cst.parse_module
+
+    def parse(source):
+        validating = cst.CSTNode.__post_init__ is not visit.parse_unvalidated.__globals__["_no_validation"]
+        seen.append((gc.isenabled(), validating))
+        return real_parse(source)
+
+    monkeypatch.setattr(visit.cst, "parse_module", parse)
+    monkeypatch.setattr("portlint.speed.process.cst.parse_module", parse)
+    select = Settings(select=frozenset({"PORT101"}))
+    assert [v.code for v in lint_source("m.py", BUGGY, select, fix_edits=False)] == ["PORT101"]
+    assert seen == [(True, True)]
+    seen.clear()
+    with CliRunner().isolated_filesystem():
+        Path("m.py").write_text(BUGGY)
+        result = CliRunner().invoke(main, ["check", "m.py", "--no-cache"])
+    assert result.exit_code == 1, result.output
+    assert seen == [(False, False)]
