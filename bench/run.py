@@ -156,7 +156,7 @@ def main() -> None:
     warmed = False
     for name, command, before, repeat in cases:
         wanted = name not in args.skip and (args.only is None or name in args.only)
-        if not wanted or shutil.which(command[0]) is None and command[0] != python:
+        if not wanted or (shutil.which(command[0]) is None and command[0] != python):
             print(f"skipped: {name}", file=sys.stderr)
             continue
         if name.startswith("portlint warm") and not warmed:

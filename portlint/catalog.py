@@ -7,7 +7,7 @@ Generated from the rule classes in portlint/rules/ by `python -m portlint.genera
 from __future__ import annotations
 
 from portlint import evidence
-from portlint.evidence import Entry, Evidence
+from portlint.evidence import Entry
 
 CATALOG: dict[str, Entry] = {
     'PORT001': Entry(

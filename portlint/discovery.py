@@ -85,6 +85,6 @@ def _walk(top: Path, settings: Settings) -> list[Path]:
                 False,
                 settings,
                 patterns,
-            )  # fmt: skip
+            )
         )
     return found

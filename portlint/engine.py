@@ -18,10 +18,10 @@ from pathlib import Path
 
 from portlint.atomic import write_atomically
 from portlint.cache import Cache, digest
-from portlint.speed.gate import codes_with_triggers_in
 from portlint.findings import SAFE, Fix, Violation, apply_edits, overlaps
 from portlint.registry import BrokenRules
 from portlint.settings import Settings
+from portlint.speed.gate import codes_with_triggers_in
 
 # Below this many files to parse, a process pool costs more to start than it saves.
 MIN_FILES_PER_WORKER = 8

@@ -78,7 +78,7 @@ def apply_edits(source: str, edits: list[Edit]) -> str:
 
 def overlaps(a: Fix, b: Fix) -> bool:
     return any(
-        x.line < y.end_line and y.line < x.end_line or x.line == y.line
+        (x.line < y.end_line and y.line < x.end_line) or x.line == y.line
         for x in a.edits
         for y in b.edits
     )

@@ -38,9 +38,12 @@ class Sources:
                 self.texts[path] = ""
         return [line.rstrip("\r\n") for line in split_lines(self.texts[path])]
 
+
 def text_report(violations: list[Violation]) -> str:
     lines = [f"{v.path}:{v.line}:{v.col}: {label(v)}" for v in violations]
     return "\n".join(lines) + ("\n" if lines else "")
+
+
 def _fix_json(fix: Fix | None) -> dict | None:
     if fix is None:
         return None
@@ -56,6 +59,8 @@ def _fix_json(fix: Fix | None) -> dict | None:
             for e in fix.edits
         ],
     }
+
+
 def json_items(violations: list[Violation]) -> list[dict]:
     """The findings as ruff's JSON objects (plus ``confidence``)."""
     return [
@@ -73,9 +78,10 @@ def json_items(violations: list[Violation]) -> list[dict]:
         }
         for v in violations
     ]
+
+
 def json_report(violations: list[Violation]) -> str:
     return json.dumps(json_items(violations), indent=2) + "\n"
-
 
 
 def json_lines_report(violations: list[Violation]) -> str:
@@ -103,7 +109,9 @@ def full_report(violations: list[Violation], given: dict[str, str] | None = None
             for edit in v.fix.edits:
                 removed = lines[edit.line - 1 : edit.end_line - 1]
                 block += [f"  - {line}" for line in removed]
-                block += [f"  + {line.rstrip(chr(13) + chr(10))}" for line in split_lines(edit.content)]
+                block += [
+                    f"  + {line.rstrip(chr(13) + chr(10))}" for line in split_lines(edit.content)
+                ]
         blocks.append("\n".join(block) + "\n")
     return "\n".join(blocks)
 

@@ -27,13 +27,13 @@ Generated from the rule classes in portlint/rules/ by `python -m portlint.genera
 from __future__ import annotations
 
 from portlint import evidence
-from portlint.evidence import Entry, Evidence
+from portlint.evidence import Entry{extra}
 
 '''
-FOOTER = '''
+FOOTER = """
 # The device rules: silent in code that runs only on CUDA.
 GUARDABLE = frozenset(code for code, entry in CATALOG.items() if entry.guardable)
-'''
+"""
 
 
 def _evidence(value: Evidence) -> str:
@@ -66,7 +66,9 @@ def catalog_text() -> str:
 
     rules = discover_rules()
     body = "".join(f"    {code!r}: {_entry(rule.entry())[4:]},\n" for code, rule in rules.items())
-    return f"{HEADER}CATALOG: dict[str, Entry] = {{\n{body}}}\n{FOOTER}"
+    # (`Evidence` is named only where a rule declares evidence of its own.)
+    header = HEADER.format(extra=", Evidence" if "Evidence(" in body else "")
+    return f"{header}CATALOG: dict[str, Entry] = {{\n{body}}}\n{FOOTER}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -86,10 +86,7 @@ def ancestor_patterns(folder: Path) -> list[Pattern]:
     folder = folder.resolve()
     chain = [folder, *folder.parents]
     root_index = next((i for i, f in enumerate(chain) if (f / ".git").exists()), None)
-    if root_index is None:
-        chain = [folder]
-    else:
-        chain = chain[: root_index + 1]
+    chain = [folder] if root_index is None else chain[: root_index + 1]
     patterns: list[Pattern] = []
     for ancestor in reversed(chain[1:]):
         patterns += parse(ancestor / ".gitignore")

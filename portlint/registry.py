@@ -58,7 +58,9 @@ def discover_rules() -> dict[str, type[Rule]]:
             and "code" in value.__dict__
         ]
         if len(rules) != 1:
-            raise StaleCatalog(f"portlint.rules.{name} must define exactly one rule, not {len(rules)}")
+            raise StaleCatalog(
+                f"portlint.rules.{name} must define exactly one rule, not {len(rules)}"
+            )
         rule = rules[0]
         if rule.code in found:
             raise StaleCatalog(f"two rules claim {rule.code}")

@@ -17,8 +17,6 @@ def label(violation: Violation) -> str:
     return f"{violation.code} {fixable}{violation.message}{likely}"
 
 
-
-
 def summary(
     violations: list[Violation], fixed: int = 0, unsafe_fixes: bool = False, unchecked: int = 0
 ) -> str:

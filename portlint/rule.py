@@ -185,8 +185,10 @@ def _definition_problem(rule: type[Rule]) -> str | None:
     if not isinstance(getattr(rule, "name", None), str) or not NAME.fullmatch(rule.name):
         return "`name` must be a kebab-case string like 'hardcoded-cuda-device'"
     triggers = getattr(rule, "triggers", None)
-    if not isinstance(triggers, tuple) or not triggers or not all(
-        isinstance(t, str) and t for t in triggers
+    if (
+        not isinstance(triggers, tuple)
+        or not triggers
+        or not all(isinstance(t, str) and t for t in triggers)
     ):
         return "`triggers` must be a non-empty tuple of non-empty strings"
     if not isinstance(rule.evidence, tuple) or not all(

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import fnmatch
 import functools
 import os
 import re
+from dataclasses import dataclass, field
 
 from portlint.catalog import GUARDABLE
 

@@ -50,7 +50,9 @@ def lint_parsed(
     violations: list[Violation] = []
     if visiting:
         with without_cycle_collection() if speedups else nullcontext():
-            violations = _violations(path, source, settings, visiting, fix_edits, speedups, silenced)
+            violations = _violations(
+                path, source, settings, visiting, fix_edits, speedups, silenced
+            )
     kept, used = apply_suppressions(violations, source)
     if UnusedNoqa in rules:
         kept += UnusedNoqa.check(path, source, used, enabled)

@@ -24,7 +24,9 @@ from pathlib import Path
 
 CORPUS_SCRIPT = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "fetch_project.sh"
 # `path:line:col: CODE message`, as portlint's concise format prints a finding.
-CONCISE = re.compile(r"^(?P<path>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<code>PORT\d+) (?P<message>.*)$")
+CONCISE = re.compile(
+    r"^(?P<path>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<code>PORT\d+) (?P<message>.*)$"
+)
 DEFAULT_SEED = 20261201
 
 
@@ -36,7 +38,9 @@ def project_tree(name: str, version: str | None) -> Path:
 def run_portlint(tree: Path) -> str:
     command = [sys.executable, "-m", "portlint", "check", tree.name, "--no-cache", "--exit-zero"]
     command += ["--output-format", "concise", "-q"]
-    return subprocess.run(command, cwd=tree.parent, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        command, cwd=tree.parent, check=True, capture_output=True, text=True
+    ).stdout
 
 
 def findings(output: str, prefixes: tuple[str, ...]) -> list[dict[str, str]]:
@@ -68,8 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         output = run_portlint(project_tree(args.project, args.version))
     rows = findings(output, tuple(args.codes.split(",")))
     chosen = sample(rows, args.n, args.seed)
-    print(f"<!-- {args.project}: {len(rows)} findings of {args.codes}; sample of {len(chosen)}, "
-          f"seed {args.seed} -->")
+    print(
+        f"<!-- {args.project}: {len(rows)} findings of {args.codes}; sample of {len(chosen)}, "
+        f"seed {args.seed} -->"
+    )
     print("| # | finding | code | verdict | reason |")
     print("| ---: | --- | --- | --- | --- |")
     for index, row in enumerate(chosen, 1):

@@ -28,13 +28,18 @@ def portlint(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*.py")}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*.py")
+    }
 
 
 def main(source: Path) -> int:
     work = Path(tempfile.mkdtemp(prefix="portlint-fix-check-"))
     shutil.copytree(source, work / "vllm")
-    original = {p: (work / p).read_text(encoding="utf-8", errors="surrogateescape") for p in digest(work)}
+    original = {
+        p: (work / p).read_text(encoding="utf-8", errors="surrogateescape") for p in digest(work)
+    }
 
     findings = json.loads(portlint("--output-format", "json", "--exit-zero", cwd=work).stdout)
     fixable = [f for f in findings if f["fix"]]
@@ -79,12 +84,18 @@ def main(source: Path) -> int:
         failures.append(f"{len(still_fixable)} findings still have a fix after --fix")
 
     print(f"findings before: {len(findings)} ({len(fixable)} with a fix)")
-    print(f"fixes applied: {sum(applied.values())} ({', '.join(f'{c}: {n}' for c, n in sorted(applied.items()))})")
+    print(
+        f"fixes applied: {sum(applied.values())} ({', '.join(f'{c}: {n}' for c, n in sorted(applied.items()))})"
+    )
     print(f"fixes dropped: {len(dropped)}")
     for line in dropped:
         print(f"  {line}")
-    print(f"files changed: {len(changed)}; all compile: {not any('compile' in f for f in failures)}")
-    print(f"findings after: {len(remaining)}; second run changed nothing: {'a second' not in ' '.join(failures)}")
+    print(
+        f"files changed: {len(changed)}; all compile: {not any('compile' in f for f in failures)}"
+    )
+    print(
+        f"findings after: {len(remaining)}; second run changed nothing: {'a second' not in ' '.join(failures)}"
+    )
     print(f"second run stderr: {second.stderr.strip() or 'none'}")
     for failure in failures:
         print(f"FAIL {failure}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,33 @@ def lint(
         selected = frozenset(codes) if codes else frozenset(CATALOG)
         settings = Settings(select=selected, **options)
     return lint_source(path, source, settings, fix_edits=fix_edits)
+
+
+def lint_all_ways(source: str, codes: frozenset[str]) -> dict[str, tuple[list, list]]:
+    """Findings and guard-silenced findings of ``codes`` in ``source``, found three ways: as the
+    command line does (the text gate, the evidence gate, partial parsing), with whole files
+    (gates on), and with no gate at all (every rule runs on the whole file). They must agree: a
+    gate that hid a finding, or a cut that lost a caller or a guard, would show here."""
+    from portlint import visit
+    from portlint.registry import all_rules
+    from portlint.rules.port001_unused_noqa import UnusedNoqa
+    from portlint.suppression import apply_suppressions
+
+    found: dict[str, tuple[list, list]] = {}
+    for way, partial in (("partial", True), ("whole", False)):
+        silenced: list[Violation] = []
+        settings = Settings(select=codes, partial_parse=partial)
+        kept = lint_source("case.py", source, settings, fix_edits=False, silenced=silenced)
+        found[way] = kept, sorted(silenced)
+    rules = [all_rules()[code] for code in sorted(codes) if all_rules()[code] is not UnusedNoqa]
+    silenced = []
+    settings = Settings(select=codes, partial_parse=False)
+    violations = visit._violations("case.py", source, settings, rules, False, False, silenced)
+    kept, used = apply_suppressions(violations, source)
+    if UnusedNoqa.code in codes:
+        kept += UnusedNoqa.check("case.py", source, used, codes)
+    found["ungated"] = sorted(kept), sorted(silenced)
+    return found
 
 
 def cut(source: str, *codes: str):
@@ -76,13 +104,28 @@ def project_settings() -> Settings:
     return load_settings(REPO / "pyproject.toml", Overrides(), REPO)
 
 
-def run_cli(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """`python -m portlint ARGS` in a subprocess (where a real process is the point)."""
-    return subprocess.run(
-        [sys.executable, "-m", "portlint", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        input=stdin,
-        timeout=300,
-    )
+def run_cli(
+    *args: str, cwd: Path, stdin: str | None = None, subprocess_: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`portlint ARGS` run from ``cwd``: in this process (click's runner) unless a real process
+    is the point (``subprocess_``: what is imported, how the interpreter starts)."""
+    if subprocess_:
+        return subprocess.run(
+            [sys.executable, "-m", "portlint", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            input=stdin,
+            timeout=300,
+        )
+    from click.testing import CliRunner
+
+    from portlint.cli import main
+
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(main, list(args), input=stdin, catch_exceptions=False)
+    finally:
+        os.chdir(before)
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)

@@ -29,7 +29,8 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_findings_exit_1_in_sorted_text_with_summary(project):
-    result = run_cli("check", "src", cwd=project)
+    """As a user runs it: `python -m portlint` in a process of its own."""
+    result = run_cli("check", "src", cwd=project, subprocess_=True)
     assert result.returncode == 1, result.stderr
     path = str(Path("src/pkg/buggy.py"))
     assert result.stdout.splitlines() == [

@@ -12,7 +12,6 @@ from portlint.speed.cut import NOTHING, parse_ast
 from tests.helpers import CUDA_API, REPO, in_place
 from tests.helpers import cut as cut_of
 
-
 PARTIAL_CORPUS = sorted(
     path
     for folder in ("tests/fixtures", "tests/seeds", "reference_impl", "portlint")
@@ -79,10 +78,6 @@ def test_partial_parsing_counts_lines_as_python_does():
     assert cut.lines == [2, 5, 6, 7, 8]
     found = lint_source("m.py", source, Settings(select=frozenset({"PORT101"})), fix_edits=False)
     assert [(v.line, v.col) for v in found] == [(8, 17)]
-
-
-
-
 
 
 def test_partial_parsing_keeps_the_units_that_use_a_triggering_import():

@@ -12,10 +12,6 @@ from portlint.discovery import discover
 from tests.helpers import settings_for, tree
 
 
-
-
-
-
 def found(root: Path, settings) -> list[str]:
     files, _ = discover([root], settings)
     return sorted(p.relative_to(root).as_posix() for p in files)

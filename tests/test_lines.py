@@ -62,3 +62,36 @@ def test_a_fix_edits_its_own_line_after_old_mac_line_endings():
     result = fix_source("m.py", source, Settings(select=frozenset({"PORT001", "PORT102"})))
     assert result.source == "x = 1\ry = 2\rz = 3\r"
     assert result.applied["PORT001"] == 1
+
+
+FORM_FEED = "import torch\n# part one\f part two\nd = torch.device('cuda')\n"
+
+
+def test_a_form_feed_file_reports_quotes_and_fingerprints_the_right_line(tmp_path):
+    """A form feed inside a line ends no line: the finding is on line 3, `full` quotes line 3
+    (not the text after the form feed), and the baseline fingerprints line 3, so the baselined
+    finding still matches after the file changes elsewhere."""
+    import json
+
+    from tests.helpers import run_cli
+
+    (tmp_path / "m.py").write_text(FORM_FEED)
+    full = run_cli("check", "m.py", "--no-cache", "--output-format", "full", cwd=tmp_path)
+    assert full.stdout.splitlines()[:4] == [
+        "m.py:3:5: PORT101 `torch.device` hardcodes CUDA; take the device from the caller "
+        "(e.g. `worker.device`) or `torch.accelerator.current_accelerator()`",
+        "  |",
+        "3 | d = torch.device('cuda')",
+        "  |     ^^^^^^^^^^^^^^^^^^^^",
+    ]
+    written = run_cli("check", "m.py", "--no-cache", "--write-baseline", "b.json", cwd=tmp_path)
+    assert written.returncode == 0
+    (entry,) = json.loads((tmp_path / "b.json").read_text())["findings"]
+    from portlint.baseline import fingerprint
+    from portlint.findings import Violation
+
+    on_line_3 = Violation("m.py", 3, 5, "PORT101", "", 3, 25)
+    assert entry["fingerprint"] == fingerprint(on_line_3, ["", "", "d = torch.device('cuda')\n"])
+    (tmp_path / "m.py").write_text("import os\n" + FORM_FEED.replace("part two", "part 2"))
+    again = run_cli("check", "m.py", "--no-cache", "--baseline", "b.json", "-q", cwd=tmp_path)
+    assert (again.returncode, again.stdout) == (0, "")

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-from libcst._position import CodePosition, CodeRange
 from libcst import metadata as libcst_metadata
+from libcst._position import CodePosition, CodeRange
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, QualifiedNameProvider
 
 from portlint.analysis.parents import ParentProvider

@@ -24,7 +24,7 @@ from reference_impl.sampling import (
 from reference_impl.triton_support import triton_available
 from tests.helpers import REPO, run_cli
 
-CUDA = torch.cuda.is_available()  # noqa: PORT401 -- the GPU tests are for CUDA devices
+CUDA = torch.cuda.is_available()
 needs_cuda = [pytest.mark.gpu, pytest.mark.skipif(not CUDA, reason="needs a CUDA device")]
 needs_triton = pytest.mark.skipif(not triton_available(), reason="needs triton")
 

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from portlint.registry import all_rules
-from tests.helpers import lint
+from tests.helpers import lint, lint_all_ways
 
 VALID = [
     pytest.param(code, source, id=f"{code}-valid-{i}")
@@ -89,15 +89,24 @@ def _with_room_to_cut(source: str) -> list[str]:
         *(pytest.param(code, case.source, id=f"{code}-invalid-{i}") for code, case, i in _cases()),
     ],
 )
-def test_partial_parsing_finds_what_whole_files_find_in_every_case(code, source):
-    """Partial parsing keeps only the code that shows a rule's evidence (``catalog.Evidence``):
-    on every case, as it is and inside a function, it must find what the whole file gives."""
-    from portlint.engine import lint_source
-    from portlint.settings import Settings
-
+def test_the_gates_and_the_cut_hide_nothing_in_any_case(code, source):
+    """Each case, as written and inside a function beside one no rule concerns: the command
+    line's way (text gate, evidence gate, partial parsing) finds what whole files find and what
+    an ungated run (every rule on the whole file) finds, guard-silenced findings included. A
+    rule whose triggers or evidence missed one of its own cases fails here, by name."""
     codes = frozenset({code, *all_rules()[code].CASES_ALSO_SELECT})
-    partial, whole = Settings(select=codes), Settings(select=codes, partial_parse=False)
     for text in _with_room_to_cut(source):
-        assert lint_source("case.py", text, partial, fix_edits=False) == lint_source(
-            "case.py", text, whole, fix_edits=False
+        ways = lint_all_ways(text, codes)
+        assert ways["partial"] == ways["whole"] == ways["ungated"], (
+            f"{code}: its triggers, evidence or the cut hide a finding the rule makes here"
         )
+
+
+@pytest.mark.parametrize("code", [c for c, rule in all_rules().items() if rule.guardable])
+def test_every_guardable_rule_has_a_valid_case_that_a_guard_silences(code):
+    """So that the comparison above compares something that can differ on valid cases too: a
+    finding the guard silences must be silenced all three ways."""
+    silenced = [
+        lint_all_ways(source, frozenset({code}))["ungated"][1] for source in all_rules()[code].VALID
+    ]
+    assert any(silenced), f"{code} has no valid case that a platform guard silences"

@@ -11,7 +11,7 @@ from portlint import engine
 from portlint.discovery import discover
 from portlint.engine import lint_files, lint_source
 from portlint.settings import Settings
-from tests.helpers import BUGGY, REPO, settings_for, tree
+from tests.helpers import BUGGY, REPO, run_cli, settings_for, tree
 
 
 def test_parallel_run_finds_the_same_as_a_serial_one(tmp_path):
@@ -98,22 +98,22 @@ def test_the_cycle_collector_is_on_again_after_a_file_and_left_off_where_it_was_
         gc.enable()
 
 
-def test_a_library_caller_gets_no_process_wide_shortcut_unless_it_asks(monkeypatch):
+def test_a_library_caller_gets_no_process_wide_shortcut_unless_it_asks(monkeypatch, tmp_path):
     """``lint_source`` leaves the cycle collector and LibCST's validation alone by default (an
     editor server lints from threads); the command line asks for both."""
     import gc
 
     import libcst as cst
-    from click.testing import CliRunner
 
     from portlint import visit
-    from portlint.cli import main
 
     seen: list[tuple[bool, bool]] = []
     real_parse = cst.parse_module
 
     def parse(source):
-        validating = cst.CSTNode.__post_init__ is not visit.parse_unvalidated.__globals__["_no_validation"]
+        validating = (
+            cst.CSTNode.__post_init__ is not visit.parse_unvalidated.__globals__["_no_validation"]
+        )
         seen.append((gc.isenabled(), validating))
         return real_parse(source)
 
@@ -123,8 +123,7 @@ def test_a_library_caller_gets_no_process_wide_shortcut_unless_it_asks(monkeypat
     assert [v.code for v in lint_source("m.py", BUGGY, select, fix_edits=False)] == ["PORT101"]
     assert seen == [(True, True)]
     seen.clear()
-    with CliRunner().isolated_filesystem():
-        Path("m.py").write_text(BUGGY)
-        result = CliRunner().invoke(main, ["check", "m.py", "--no-cache"])
-    assert result.exit_code == 1, result.output
+    (tmp_path / "m.py").write_text(BUGGY)
+    result = run_cli("check", "m.py", "--no-cache", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout
     assert seen == [(False, False)]

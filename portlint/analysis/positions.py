@@ -38,7 +38,7 @@ from portlint.speed.cut import source_line
 class _Syntactic:
     """``record_syntactic_position`` as a plain context manager (LibCST's is a generator)."""
 
-    __slots__ = ("state", "node", "start_node", "end_node", "start")
+    __slots__ = ("end_node", "node", "start", "start_node", "state")
 
     def __init__(self, state, node, start_node, end_node) -> None:
         self.state, self.node = state, node

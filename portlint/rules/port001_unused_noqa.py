@@ -84,7 +84,7 @@ class UnusedNoqa(Rule):
         lines = split_lines(source)
         for directive in directives(source)[0].values():
             if directive.codes is None or cls.code in directive.codes:
-                continue  # a bare `# noqa`, or one that suppresses this rule too
+                continue  # a bare noqa directive, or one that suppresses this rule too
             ours = [c for c in directive.codes if PORTLINT_CODE.fullmatch(c) and c != cls.code]
             groups = {
                 "unused": [c for c in ours if c in enabled and (directive.line, c) not in used],
@@ -102,18 +102,9 @@ class UnusedNoqa(Rule):
             message = f"Unused `noqa` directive ({'; '.join(parts)})"
             keep = [c for c in directive.codes if c not in stale]
             fix = _remove(directive, keep, lines[directive.line - 1])
-            found.append(
-                Violation(
-                    path,
-                    directive.line,
-                    directive.col,
-                    cls.code,
-                    message,
-                    directive.line,
-                    directive.end_col,
-                    fix=fix,
-                )  # fmt: skip
-            )
+            where = (directive.line, directive.col)
+            end = (directive.line, directive.end_col)
+            found.append(Violation(path, *where, cls.code, message, *end, fix=fix))
         return found
 
 

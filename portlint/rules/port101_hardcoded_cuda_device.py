@@ -73,6 +73,8 @@ class HardcodedCudaDevice(Rule):
     METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, NameProvider, ParentProvider)
 
     VALID = [
+        # Behind a platform guard: silenced.
+        "import torch\nif torch.cuda.is_available():\n    d = torch.device('cuda')\n",
         "import torch\ndef f(worker):\n    return torch.device(worker.device)\n",
         "import torch\nx = torch.device('cpu')\n",
         "import torch\nx = torch.device(f'xpu:{0}')\n",

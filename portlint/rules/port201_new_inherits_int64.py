@@ -243,9 +243,13 @@ class NewTensorInheritsInt64(Rule):
             if kind == "cast":
                 int32_names.update(dotted_name(t.target) for t in assign.targets)
         for other in nodes:
-            if isinstance(other, cst.Call) and isinstance(other.func, cst.Subscript):
-                if target and any(dotted_name(a.value) == target for a in other.args):
-                    return True
+            if (
+                isinstance(other, cst.Call)
+                and isinstance(other.func, cst.Subscript)
+                and target
+                and any(dotted_name(a.value) == target for a in other.args)
+            ):
+                return True
             if isinstance(other, cst.Comparison):
                 names = {
                     dotted_name(other.left),

@@ -10,6 +10,7 @@ from portlint.facts import TRITON_KERNEL_DECORATORS
 from portlint.rule import Invalid, Rule
 from portlint.rules.port201_new_inherits_int64 import describe
 
+
 class ImplicitInt64IntoTriton(Rule):
     """Implicitly int64 tensor passed to a Triton kernel.
 

@@ -45,6 +45,8 @@ class CudaMemoryApi(CudaApiRule):
     family = MEMORY
 
     VALID = [
+        # Behind a platform guard: silenced.
+        "import torch\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\n",
         "import torch\ntorch.accelerator.memory.empty_cache()\n",
         "import torch\nfree, total = torch.accelerator.memory.get_memory_info()\n",
         "def empty_cache():\n    pass\nempty_cache()\n",

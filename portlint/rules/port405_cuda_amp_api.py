@@ -44,6 +44,8 @@ class CudaAmpApi(CudaApiRule):
     family = AUTOCAST
 
     VALID = [
+        # Behind a platform guard: silenced.
+        "import torch\nif torch.cuda.is_available():\n    scaler = torch.cuda.amp.GradScaler()\n",
         "import torch\nwith torch.autocast(device.type):\n    pass\n",
         "import torch\nscaler = torch.amp.GradScaler(device.type)\n",
         "from contextlib import nullcontext\nwith nullcontext():\n    pass\n",

@@ -42,6 +42,8 @@ class NcclBackend(CudaApiRule):
     family = DISTRIBUTED
 
     VALID = [
+        # Behind a platform guard: silenced.
+        "import torch\nimport torch.distributed as dist\nif torch.cuda.is_available():\n    dist.init_process_group('nccl')\n",
         "import torch.distributed as dist\ndist.init_process_group(backend='gloo')\n",
         "import torch.distributed as dist\n"
         "dist.init_process_group(backend=dist.get_default_backend_for_device(device))\n",

@@ -47,6 +47,8 @@ class OtherCudaApi(CudaApiRule):
     family = OTHER
 
     VALID = [
+        # Behind a platform guard: silenced.
+        "import torch\nif torch.cuda.is_available():\n    name = torch.cuda.get_device_name()\n",
         "import torch\nprops = torch.get_device_module(device).get_device_properties(0)\n",
         "import torch\nversion = torch.version.cuda\n",
         "class Platform:\n    def check(self):\n        return self.is_cuda\n",

@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from portlint.calls import callers_anywhere, callers_in_class, definition_key
@@ -130,13 +131,11 @@ def _units(tree: ast.Module, lines: list[str]) -> tuple[list[Unit], dict[int, li
     return units, methods
 
 
-
 def _code(lines: list[str], start: int, end: int, docstring: tuple[int, int] | None) -> str:
     """Lines ``start`` to ``end`` without the docstring."""
     if docstring and start <= docstring[0]:
         return "".join(lines[start - 1 : docstring[0] - 1] + lines[docstring[1] : end])
     return "".join(lines[start - 1 : end])
-
 
 
 def _closure(candidates: list[Unit], kept: list[Unit]) -> list[Unit]:
@@ -205,6 +204,7 @@ def _defined_in(node: ast.stmt) -> set[str]:
 
 # An import's names, up to the end of its statement (parenthesized or continued by backslashes).
 
+
 class _Test:
     """Whether a text shows what one rule needs to report there: each piece of its evidence (or,
     for a rule without, one of its triggers), in the text itself, as a name that a module-level
@@ -232,7 +232,6 @@ class _Test:
             or (words is not None and "import" in text and words.search(imports_in(text)))
             for patterns, names, words in self.pieces
         )
-
 
 
 def parse_ast(source: str) -> ast.Module | None:
@@ -280,7 +279,7 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
         method for group in methods.values() for method in group
     ]
     spans = sorted((u.start, u.end) for u in leaves)
-    if any(a_end >= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False)):
+    if any(a_end >= b_start for (_, a_end), (b_start, _) in itertools.pairwise(spans)):
         return None
     code_lines = split_lines(code_of(source))  # (emptied lines stay: the numbers hold)
     for unit in leaves:
@@ -409,7 +408,7 @@ def _unneeded_statements(
     )
     shared = {
         index
-        for index, ((_, a_end), (b_start, _)) in enumerate(zip(spans, spans[1:], strict=False))
+        for index, ((_, a_end), (b_start, _)) in enumerate(itertools.pairwise(spans))
         if a_end >= b_start
     }
     shared |= {index + 1 for index in shared}

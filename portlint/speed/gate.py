@@ -54,7 +54,9 @@ BARE_TL = re.compile(r"tl(?<![\w.]tl)(?![\s\\]*\.)(?!\w)")
 # The dot of `tl.sum`, `tl.arange`...: one of the int64 makers that make int64 only as torch's
 # or on an integer tensor (``facts.INT64_ONLY_AS_TORCH_OR_ON_INTEGERS``).
 TRITON_MAKER_DOT = re.compile(
-    r"tl(?<![\w.]tl)([\s\\]*)\.(?=[\s\\]*(?:" + "|".join(INT64_ONLY_AS_TORCH_OR_ON_INTEGERS) + r")\b)"
+    r"tl(?<![\w.]tl)([\s\\]*)\.(?=[\s\\]*(?:"
+    + "|".join(INT64_ONLY_AS_TORCH_OR_ON_INTEGERS)
+    + r")\b)"
 )
 
 
@@ -79,10 +81,8 @@ def _names_triton_only(code: str) -> bool:
     )
 
 
-
 def words_pattern(names: set[str]) -> re.Pattern:
     return re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
-
 
 
 IMPORTED = re.compile(r"import\s+(?:\([^)]*\)|[^\r\n]*(?:\\\r?\n[^\r\n]*)*)")
@@ -114,7 +114,6 @@ def literally(strings: tuple[str, ...]) -> re.Pattern:
     return re.compile("|".join(map(re.escape, strings)))
 
 
-
 def shows_evidence(source: str, evidence: tuple[Evidence, ...]) -> bool:
     """Whether ``source`` has every piece of a rule's ``evidence`` somewhere in its code, or one of
     its words in an import: else the rule cannot report in it."""
@@ -124,7 +123,6 @@ def shows_evidence(source: str, evidence: tuple[Evidence, ...]) -> bool:
         or bool(piece.words and words_pattern(set(piece.words)).search(imports_in(code)))
         for piece in evidence
     )
-
 
 
 # Strings that many triggers contain. A file holding none of a trigger's needle cannot hold the
