@@ -197,7 +197,7 @@ def check(**parameters: object) -> None:
     sys.exit(status)
 
 
-def _settings(options: CheckOptions) -> tuple[Settings, set[str] | None]:
+def _settings(options: CheckOptions) -> tuple[Settings, dict[str, set[int] | None] | None]:
     """The run's settings, and the lines changed since ``--since`` (None: no such option)."""
     if options.config_file is not None and not options.config_file.is_file():
         raise UsageError(f"config file not found: {options.config_file}")
@@ -283,8 +283,8 @@ def _check(options: CheckOptions) -> int:
         click.echo(fixes_report(applied), nl=False)
     unchecked = len(missing) + len(result.internal_errors)
     report.emit(violations, sum(applied.values()), unchecked=unchecked)
-    for error in result.internal_errors:
-        click.echo(f"portlint: error: {error}", err=True)
+    for message in result.internal_errors:
+        click.echo(f"portlint: error: {message}", err=True)
     if failed:
         return EXIT_ERROR
     return EXIT_FINDINGS if violations and not options.exit_zero else EXIT_CLEAN
@@ -366,8 +366,8 @@ def _add_noqa(violations: list[Violation], errors: list[str]) -> int:
                 continue
             added += changed
     click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
-    for error in errors:
-        click.echo(f"portlint: error: {error}", err=True)
+    for message in errors:
+        click.echo(f"portlint: error: {message}", err=True)
     return EXIT_ERROR if errors else EXIT_CLEAN
 
 

@@ -16,7 +16,8 @@ from portlint.settings import Settings
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+    # Installed on Python 3.10 only, as which mypy checks wherever it runs: maybe absent.
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 
 class ConfigError(Exception):

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from portlint.atomic import write_atomically
 from portlint.cache import Cache, digest
@@ -22,6 +23,9 @@ from portlint.findings import SAFE, Fix, Violation, apply_edits, overlaps
 from portlint.registry import BrokenRules
 from portlint.settings import Settings
 from portlint.speed.gate import codes_with_triggers_in
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 # Below this many files to parse, a process pool costs more to start than it saves.
 MIN_FILES_PER_WORKER = 8
@@ -163,6 +167,7 @@ def fix_source(path: str, source: str, settings: Settings, unsafe: bool = False)
                 )
                 continue
             result.source = candidate
+            assert violation.code is not None  # a finding with a fix is a rule's
             result.applied[violation.code] += 1
             applied_this_round += 1
         if not applied_this_round:
@@ -231,10 +236,10 @@ def lint_files(
             elif cache:
                 cache.store(path, digests[path], [])
         result.files_parsed = runner.submitted
-        for path, violations, error in runner.results(progress):
+        for path, violations, internal_error in runner.results(progress):
             result.violations.extend(violations)
-            if error:
-                result.internal_errors.append(error)
+            if internal_error:
+                result.internal_errors.append(internal_error)
             elif cache:
                 cache.store(path, digests[path], violations)
     result.violations.sort()
@@ -252,7 +257,7 @@ class _Runner:
         self.submitted = 0
         self.waiting: list[Job] = []  # not yet handed to a pool
         self.futures: list = []
-        self.pool = None
+        self.pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> _Runner:
         return self

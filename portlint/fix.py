@@ -46,6 +46,7 @@ class _Rewriter(cst.CSTTransformer):
             if wrapping is not None:
                 wrapping.append(new)
                 if id(old) == last:
+                    assert item is not None  # a wrap is under way: it has its item
                     block = cst.IndentedBlock(body=wrapping)
                     body.append(cst.With(items=[cst.WithItem(item)], body=block))
                     wrapping = None

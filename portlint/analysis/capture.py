@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import libcst as cst
 from libcst.metadata import BatchableMetadataProvider
@@ -45,7 +46,7 @@ class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
             int, list[CaptureRegion]
         ] = {}  # regions that end with a block or statement
 
-    def _is_capture(self, node: cst.BaseExpression) -> bool:
+    def _is_capture(self, node: cst.BaseExpression | None) -> TypeGuard[cst.Call]:
         return isinstance(node, cst.Call) and bool(
             qualified_names(self, node.func) & CAPTURE_CONTEXTS
         )
@@ -78,6 +79,7 @@ class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
         block = self.get_metadata(ParentProvider, original_node, None) if starts else None
         body = list(getattr(block, "body", ()))
         if starts and original_node in body:
+            assert block is not None  # the statement is in its body
             rest = body[body.index(original_node) + 1 :]
             for call in starts:
                 self._open_after(call, rest, block)
@@ -92,6 +94,7 @@ class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
             kind, covered, closes_with = "enter_context", rest, block
         else:
             capture, stream = call, None
+            assert isinstance(call.func, cst.Attribute)  # a start: `<graph>.capture_begin()`
             graph = dotted_name(call.func.value)
             end = next((i for i, s in enumerate(rest) if self._ends_capture(s, graph)), None)
             covered = rest if end is None else rest[: end + 1]
@@ -103,7 +106,9 @@ class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
     @staticmethod
     def _ends_capture(statement: cst.CSTNode, graph: str | None) -> bool:
         return any(
-            method_name(c) == CAPTURE_END and dotted_name(c.func.value) == graph
+            method_name(c) == CAPTURE_END
+            and isinstance(c.func, cst.Attribute)  # it is: the call has a method name
+            and dotted_name(c.func.value) == graph
             for c in _calls(statement)
         )
 

@@ -12,6 +12,7 @@ the family: each rule reports the references of its family and builds fixes from
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -124,6 +125,7 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
             ):
                 self.set_metadata(node, CudaReference(IS_CUDA, IS_CUDA.name))
             return
+        assert found is not None  # not `is_cuda`: found, or returned above
         api, qualified = found
         grandparent = self.get_metadata(ParentProvider, call, None) if call else None
         with_item = isinstance(grandparent, cst.WithItem)
@@ -182,7 +184,9 @@ class CudaApiRule(Rule):
         """Report the references the provider found, in the order it found them (looking up
         every name of the file in each of nine rules cost ~5% of a run)."""
         target = self.settings.target_torch_version
-        for node, reference in self.metadata[CudaReferenceProvider].items():
+        # The ignore: LibCST types all metadata as object.
+        references: Mapping[cst.CSTNode, CudaReference] = self.metadata[CudaReferenceProvider]  # type: ignore[assignment]
+        for node, reference in references.items():
             if reference.api.family != self.family or not isinstance(node, REFERENCE_NODES):
                 continue
             if target is not None and target < reference.api.since:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypeVar
 
 import libcst as cst
 
@@ -12,6 +13,8 @@ from portlint.analysis.walk import children
 
 DEFAULT_DEVICE_EXPRESSION = "torch.accelerator.current_accelerator()"
 
+_Node = TypeVar("_Node", bound=cst.CSTNode)
+
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     yield node
@@ -19,7 +22,7 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         yield from walk(child)
 
 
-def _enclosing(rule, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
+def _enclosing(rule, node: cst.CSTNode, kind: type[_Node]) -> _Node | None:
     current = rule.get_metadata(ParentProvider, node, None)
     while current is not None and not isinstance(current, kind):
         current = rule.get_metadata(ParentProvider, current, None)

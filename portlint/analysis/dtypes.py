@@ -202,7 +202,8 @@ class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
         implicit: bool = True,
     ) -> Int64Origin:
         """An int64 origin at ``at``, which can tell its line."""
-        positions = self.metadata[PositionProvider]
+        # The ignore: LibCST types all metadata as object.
+        positions: Mapping[cst.CSTNode, CodeRange] = self.metadata[PositionProvider]  # type: ignore[assignment]
         return Int64Origin(name, at, how, parent, implicit, positions)
 
     def _derive(self, name: str, at: cst.BaseExpression, how: str, parent: Fact) -> Fact:
@@ -265,6 +266,7 @@ class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
             return parent
         if receiver is None or callee & {"torch"}:
             return None
+        assert method is not None  # it has a receiver: the callee is a method
         return self._method(name, value, method, receiver_fact)
 
     def _method(self, name: str, value: cst.Call, method: str, receiver: Fact) -> Fact:

@@ -11,6 +11,8 @@ them is guarded ("one call away"). Rules with ``guardable = True`` drop findings
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import libcst as cst
 
 from portlint.analysis.names import LEAVES_BLOCK, block_ends_in, dotted_name, qualified_names
@@ -34,7 +36,7 @@ def _string_values(node: cst.BaseExpression) -> list[str] | None:
     if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
         values = [_string_values(e.value) for e in node.elements]
         if all(v is not None for v in values):
-            return [s for v in values for s in v]
+            return [s for v in values if v is not None for s in v]
     return None
 
 
@@ -92,7 +94,7 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             and call.args
         ):
             values = _string_values(call.args[0].value)
-            return bool(values) and all(v in CUDA_TYPES for v in values)
+            return bool(values and all(v in CUDA_TYPES for v in values))
         return False
 
     def _comparison_polarity(self, test: cst.Comparison) -> int:
@@ -118,7 +120,8 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
 
     # --- Recording guarded code ------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> None:
-        self.parents = self.metadata[ParentProvider]  # kept for the queries after the visit
+        # Kept for the queries after the visit. The ignore: LibCST types all metadata as object.
+        self.parents: Mapping[cst.CSTNode, cst.CSTNode] = self.metadata[ParentProvider]  # type: ignore[assignment]
 
     def _mark(self, node: cst.CSTNode) -> None:
         self.marked.add(node)
@@ -180,14 +183,18 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
                 self.callers.setdefault(self.functions[callee], []).append(call)
 
     # --- Queries --------------------------------------------------------------------------
-    def _within(self, node: cst.CSTNode, functions: set[cst.FunctionDef]) -> bool:
+    def _within(self, node: cst.CSTNode | None, functions: set[cst.FunctionDef]) -> bool:
         """Whether ``node`` is under a marked node, or in the body of one of ``functions``
         (its decorators run where it is defined, not where it is called)."""
         child = None
         while node is not None:
             if node in self.marked:
                 return True
-            if node in functions and not (child is not None and child in node.decorators):
+            if (
+                node in functions
+                and isinstance(node, cst.FunctionDef)
+                and not (child is not None and child in node.decorators)
+            ):
                 return True
             child, node = node, self.parents.get(node)
         return False

@@ -19,7 +19,7 @@ from portlint.analysis.walk import children
 class ParentProvider(BaseMetadataProvider[cst.CSTNode]):
     def _gen_impl(self, module: cst.Module) -> None:
         parents = self._computed
-        pending = [module]
+        pending: list[cst.CSTNode] = [module]
         while pending:
             node = pending.pop()
             for child in children(node):

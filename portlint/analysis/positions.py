@@ -58,7 +58,10 @@ class _Syntactic:
 
 
 class _State(PositionProvidingCodegenState):
-    def record_syntactic_position(self, node, *, start_node=None, end_node=None) -> _Syntactic:
+    # LibCST types it as a generator's context manager; any will do: it is only used in `with`.
+    def record_syntactic_position(  # type: ignore[override]
+        self, node, *, start_node=None, end_node=None
+    ) -> _Syntactic:
         return _Syntactic(self, node, start_node, end_node)
 
     def before_codegen(self, node: cst.CSTNode) -> None:
@@ -84,7 +87,13 @@ class _State(PositionProvidingCodegenState):
 
 # The compound statements whose body an anchor may be in, with their ``ast`` counterparts (whose
 # ``body`` is the same block: an ``else``, ``except`` or ``finally`` block is not followed in).
-AST_NESTING: dict[type[cst.CSTNode], type[ast.stmt] | tuple[type[ast.stmt], ...]] = {
+AstNesting = (
+    ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.For | ast.AsyncFor | ast.While
+    | ast.With | ast.AsyncWith | ast.If | ast.Try
+)  # fmt: skip
+AST_NESTING: dict[
+    type[cst.BaseCompoundStatement], type[AstNesting] | tuple[type[AstNesting], ...]
+] = {
     cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef),
     cst.ClassDef: ast.ClassDef,
     cst.For: (ast.For, ast.AsyncFor),
@@ -104,10 +113,11 @@ def _first_line(statement: ast.stmt) -> int:
 
 def _pair(
     body: Sequence[cst.BaseStatement], statements: Sequence[ast.stmt]
-) -> dict[cst.BaseStatement, ast.stmt] | None:
+) -> dict[cst.CSTNode, ast.stmt] | None:
     """Each statement of a LibCST block with the first of its ``ast`` statements (a line of
     ``a; b`` is one LibCST statement and two ``ast`` ones), or None if they do not line up."""
-    pairs, index = {}, 0
+    pairs: dict[cst.CSTNode, ast.stmt] = {}  # looked up with the nodes on a path of parents
+    index = 0
     for node in body:
         if index >= len(statements):
             return None
@@ -133,10 +143,12 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         each of its lines is; the ``ast`` statements and the positions given are the file's."""
         self.module, self.parents, self._numbers = module, parents, lines
         self._computed: dict[cst.CSTNode, CodeRange] = {}
-        known = source is not None and statements is not None
-        self._lines = NEWLINE_RE.split(source) if known else []
-        self._top = _pair(module.body, statements) if known else None
-        self._bodies: dict[cst.CSTNode, dict[cst.BaseStatement, ast.stmt] | None] = {}
+        self._lines: list[str] = []
+        self._top: dict[cst.CSTNode, ast.stmt] | None = None
+        if source is not None and statements is not None:
+            self._lines = NEWLINE_RE.split(source)
+            self._top = _pair(module.body, statements)
+        self._bodies: dict[cst.CSTNode, dict[cst.CSTNode, ast.stmt] | None] = {}
         self._generated: set[cst.CSTNode] = set()
         self._whole = False
 
@@ -178,7 +190,7 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         state = _State(
             default_indent=self.module.default_indent,
             default_newline=self.module.default_newline,
-            provider=self,
+            provider=self,  # type: ignore[arg-type]  # LibCST's state uses only its _computed
         )
         state.line = line
         if indent is not None:
@@ -214,6 +226,8 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
             anchor, statement = path[level], pairs[path[level]]
         if anchor in self._generated:  # an anchor already made, and still no position: none
             return True
+        # A key of the pairs: a statement of a block.
+        assert isinstance(anchor, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
         line = self._start_line(anchor, statement, indent)
         if line is None:
             return False
@@ -223,15 +237,20 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
 
     def _pairs(
         self, anchor: cst.BaseCompoundStatement, body: cst.IndentedBlock, statement: ast.stmt
-    ) -> dict[cst.BaseStatement, ast.stmt] | None:
+    ) -> dict[cst.CSTNode, ast.stmt] | None:
         """The statements of ``anchor``'s body with their ``ast`` ones (``statement``'s)."""
         if anchor not in self._bodies:
-            same = isinstance(statement, AST_NESTING[type(anchor)])
-            self._bodies[anchor] = _pair(body.body, statement.body) if same else None
+            same = AST_NESTING[type(anchor)]  # its counterparts in ``ast``
+            self._bodies[anchor] = (
+                _pair(body.body, statement.body) if isinstance(statement, same) else None
+            )
         return self._bodies[anchor]
 
     def _start_line(
-        self, anchor: cst.BaseStatement, statement: ast.stmt, indent: str
+        self,
+        anchor: cst.SimpleStatementLine | cst.BaseCompoundStatement,
+        statement: ast.stmt,
+        indent: str,
     ) -> int | None:
         """Where ``anchor``'s code starts: its first token's line less its leading lines, once
         the text agrees (those lines blank or comments; the first token where it should be)."""

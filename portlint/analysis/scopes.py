@@ -76,7 +76,7 @@ def _imported(node: cst.Import | cst.ImportFrom, full_name: str) -> set[Qualifie
         if node.module is not None:
             module = get_full_name_for_node(node.module) or ""
         module = "." * len(node.relative) + module
-    results = set()
+    results: set[QualifiedName] = set()
     if isinstance(node.names, cst.ImportStar):
         return results
     for alias in node.names:
@@ -117,7 +117,7 @@ class Scope:
         parent_prefix = self.parent.prefix if self.parent else ""
         self.globals: Scope = self.parent.globals if self.parent else self
         if self.kind in ("builtins", "module"):
-            self.prefix = ""
+            self.prefix: str = ""
             if self.kind == "module":
                 self.globals = self
         elif self.kind == "function":
@@ -257,6 +257,7 @@ class _ScopeVisitor:
         return False
 
     def visit_Nonlocal(self, node: cst.Nonlocal) -> bool:
+        assert self.scope.parent is not None  # only the builtins scope has none: no code is in it
         for item in node.names:
             self.scope.overwrites[item.name.value] = self.scope.parent
         return False
@@ -294,6 +295,7 @@ class _ScopeVisitor:
     def visit_Param(self, node: cst.Param) -> bool:
         self.scope.bind(node.name.value, node)
         self.scope_of[node.name] = self.scope
+        assert self.scope.parent is not None  # a function's, inside the scope around it
         inner, self.scope = self.scope, self.scope.parent
         for part in (node.default, node.annotation):
             if part:
@@ -340,7 +342,7 @@ class _ScopeVisitor:
 
     visit_ParamSpec = visit_TypeVarTuple
 
-    def _comprehension(self, node: cst.BaseComp) -> bool:
+    def _comprehension(self, node: cst.BaseSimpleComp | cst.DictComp) -> bool:
         for_in = node.for_in
         self.walk(for_in.iter)  # the first iterable is evaluated outside
         outer = self._enter("comprehension")
@@ -403,7 +405,7 @@ for _kind in NAMED_TYPES | BINDING_STEP_TYPES:
         setattr(_ScopeVisitor, f"leave_{_kind.__name__}", _ScopeVisitor._left)
 
 
-def _dotted_prefixes(node: cst.BaseExpression) -> list[tuple[str, cst.CSTNode]]:
+def _dotted_prefixes(node: cst.BaseExpression) -> list[tuple[str, cst.Name | cst.Attribute]]:
     """``a.b.c`` → ("a.b.c", a.b.c), ("a.b", a.b), ("a", a); a call's callee stands for the call."""
     if isinstance(node, cst.Name):
         return [(node.value, node)]

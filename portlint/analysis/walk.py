@@ -149,7 +149,7 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 _CLASS_PLANS: dict[tuple[type, ...], dict[type, tuple]] = {}
 
 
-def _real(method: object) -> bool:
+def _real(method: object) -> typing.TypeGuard[Callable]:
     """A method that does something: not absent, and not one of the no-op methods LibCST's
     visitor classes define for every node type."""
     return method is not None and not getattr(method, "_is_no_op", False)
@@ -178,7 +178,7 @@ class Walk:
 
     def __init__(self, visitors: Iterable[object]) -> None:
         self.visitors = list(visitors)
-        classes = tuple(type(v) for v in self.visitors)
+        classes: tuple[type, ...] = tuple(type(v) for v in self.visitors)
         self._classes = classes
         self._class_plans = _CLASS_PLANS.setdefault(classes, {})
         self.skip_trivia = not any(_looks_at_trivia(c) for c in classes)

@@ -179,6 +179,7 @@ class NewTensorInheritsInt64(Rule):
                 return True
         if isinstance(parent, cst.Element):
             sequence = self.get_metadata(ParentProvider, parent, None)
+            assert isinstance(sequence, (cst.List, cst.Tuple, cst.Set))  # what holds an Element
             arg = self.get_metadata(ParentProvider, sequence, None)
             call = (
                 self.get_metadata(ParentProvider, arg, None) if isinstance(arg, cst.Arg) else None
@@ -195,9 +196,9 @@ class NewTensorInheritsInt64(Rule):
         if origin is None or self._intended(node, node.func.value):
             return
         dtype = "torch.int32" if self._reaches_int32(node) else "torch.int64"
-        explicit = node.with_changes(
-            args=[*node.args, cst.parse_expression(f"f(dtype={dtype})").args[0]]
-        )
+        parsed = cst.parse_expression(f"f(dtype={dtype})")
+        assert isinstance(parsed, cst.Call)  # parsed from a call
+        explicit = node.with_changes(args=[*node.args, parsed.args[0]])
         rewrite = Rewrite(replace={id(node): explicit}, imports={"torch"})
         self.report(
             node,

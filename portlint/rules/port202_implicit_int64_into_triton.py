@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from portlint.analysis.dtypes import Int64Provider
+from portlint.analysis.dtypes import Int64Origin, Int64Provider
 from portlint.analysis.names import qualified_names
 from portlint.analysis.scopes import NameProvider
 from portlint.evidence import INT64_ORIGIN, LAUNCH
@@ -95,7 +95,7 @@ class ImplicitInt64IntoTriton(Rule):
     def __init__(self, context) -> None:
         super().__init__(context)
         self.kernels: set[str] = set()
-        self.launches: list[tuple[str, cst.BaseExpression]] = []
+        self.launches: list[tuple[str, cst.BaseExpression, Int64Origin]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         for decorator in node.decorators:

@@ -294,14 +294,16 @@ class CaptureStreamNotWarmed(Rule):
             and not qualified_names(self, node.func) & NOT_WARMUPS
         ):
             exits = frozenset(block for block, exits in self.frame.blocks if exits)
-            positions = self.metadata[PositionProvider]
+            # The ignore: LibCST types all metadata as object.
+            positions: Mapping[cst.CSTNode, CodeRange] = self.metadata[PositionProvider]  # type: ignore[assignment]
             self.frame.calls.append(CallSite(node, positions, callee, stream, exits, region))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             key = dotted_name(target.target)
             if key:
-                positions = self.metadata[PositionProvider]
+                # The ignore: LibCST types all metadata as object.
+                positions: Mapping[cst.CSTNode, CodeRange] = self.metadata[PositionProvider]  # type: ignore[assignment]
                 binding = StreamBinding(node, positions, self._source(node.value))
                 self.frame.bindings.setdefault(key, []).append(binding)
 
@@ -375,7 +377,7 @@ class CaptureStreamNotWarmed(Rule):
                 f"capture runs on `{key}`, but {problem}; warm up on the stream you capture on",
             )
 
-    def _parents(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+    def _parents(self, node: cst.CSTNode | None) -> list[cst.CSTNode]:
         chain = []
         while node is not None:
             chain.append(node)
@@ -419,13 +421,13 @@ class CaptureStreamNotWarmed(Rule):
                 insert_before={id(first): [fetch]}, replace={id(stream): cst.Name(name)}
             )
             return self.build_fix(rewrite, UNSAFE, f"Fetch `{name}` before the warm-up")
-        hoisted = [
+        hoisted: list[cst.BaseStatement] = [
             cst.parse_statement(f"{name} = torch.cuda.Stream()\n"),
             cst.parse_statement(f"{name}.wait_stream(torch.cuda.current_stream())\n"),
         ]
-        with_stream = call.with_changes(
-            args=[*call.args, cst.parse_expression(f"f(stream={name})").args[0]]
-        )
+        parsed = cst.parse_expression(f"f(stream={name})")
+        assert isinstance(parsed, cst.Call)  # parsed from a call
+        with_stream = call.with_changes(args=[*call.args, parsed.args[0]])
         rewrite = Rewrite(
             insert_before={id(first): hoisted},
             wrap=(id(first), id(last), cst.parse_expression(f"torch.cuda.stream({name})")),

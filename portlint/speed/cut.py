@@ -87,7 +87,7 @@ class Unit:
         return {self.name, *DEF.findall(self.text)}
 
 
-def _span(node: ast.AST) -> tuple[int, int]:
+def _span(node: ast.stmt) -> tuple[int, int]:
     decorators = getattr(node, "decorator_list", [])
     return min([node.lineno, *(d.lineno for d in decorators)]), node.end_lineno or node.lineno
 
@@ -102,7 +102,9 @@ def _body_start(node: ast.AST, lines: list[str]) -> int | None:
     return first.lineno
 
 
-def _docstring(node: ast.AST) -> tuple[int, int] | None:
+def _docstring(
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+) -> tuple[int, int] | None:
     first = node.body[0]
     if (
         isinstance(first, ast.Expr)
@@ -344,6 +346,7 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
     for unit in dropped:
         _drop_lines(lines, unit.start, unit.end, keep_pass=unit.method)
     for unit in headers:
+        assert unit.body_start is not None  # a header has a body line to drop from
         _drop_lines(lines, unit.body_start, unit.end, keep_pass=True)
     emptied = {units[i].start for i, group in methods.items() if all(m in dropped for m in group)}
     triggers = tuple(dict.fromkeys(t for entry in entries for t in entry.triggers))
@@ -352,9 +355,9 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
         gone.add(start)
     if not gone and not headers and not dropped:
         return None
-    statements = [node for node in tree.body if _span(node)[0] not in gone]
+    remaining = [node for node in tree.body if _span(node)[0] not in gone]
     numbers = [number for number, line in enumerate(lines, 1) if line]
-    return Slice("".join(lines), statements, numbers)
+    return Slice("".join(lines), remaining, numbers)
 
 
 def _unnamed(entry: Entry) -> Entry:

@@ -17,7 +17,7 @@ from libcst._nodes.base import CSTNode  # private: LibCST's node base class (lib
 _VALIDATE = CSTNode.__post_init__
 
 
-def _no_validation(node: CSTNode) -> None:
+def _no_validation(self: CSTNode) -> None:
     pass
 
 
