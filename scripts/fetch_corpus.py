@@ -1,0 +1,82 @@
+"""Fetch the Python sources of the audit set (or any PyPI release) into a folder.
+
+    python scripts/fetch_corpus.py DEST                     # the five projects of the audits
+    python scripts/fetch_corpus.py DEST sglang==0.5.23      # any NAME==VERSION on PyPI
+
+Each release lands in ``DEST/NAME-VERSION/NAME/`` (only its ``.py`` files), as
+``../shared/corpus/fetch_project.sh`` lays it out, so ``PORTLINT_CORPUS=DEST`` points the
+known-real test (``tests/test_known_real.py``) at it. A finished release is not fetched again.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+AUDIT_SET = (
+    "vllm==0.33.0", "sglang==0.5.23", "deepspeed==0.19.8", "transformers==5.23.0",
+    "accelerate==1.15.0",
+)  # fmt: skip
+PLATFORMS = ["manylinux2014_x86_64", *(f"manylinux_2_{n}_x86_64" for n in range(17, 41))]
+
+
+def _download(requirement: str, into: Path) -> Path:
+    wheel = [sys.executable, "-m", "pip", "download", requirement, "--no-deps", "-q", "-d", str(into)]
+    binary = ["--only-binary", ":all:", "--python-version", "3.12", "--implementation", "cp"]
+    binary += [option for platform in PLATFORMS for option in ("--platform", platform)]
+    if subprocess.run(wheel + binary, capture_output=True).returncode != 0:
+        subprocess.run([*wheel, "--no-binary", ":all:"], check=True, capture_output=True)
+    return next(into.iterdir())
+
+
+def _python_files(archive: Path, package: str, dest: Path) -> None:
+    """Copy ``package``'s ``.py`` files from a wheel or an sdist to ``dest/package``."""
+    if archive.suffix == ".whl":
+        with zipfile.ZipFile(archive) as wheel:
+            for name in wheel.namelist():
+                if name.startswith(f"{package}/") and name.endswith(".py"):
+                    target = dest / name
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(wheel.read(name))
+        return
+    with tarfile.open(archive) as sdist:
+        for member in sdist.getmembers():
+            parts = Path(member.name).parts
+            if member.isfile() and member.name.endswith(".py") and package in parts[1:3]:
+                start = parts.index(package, 1)
+                target = dest.joinpath(*parts[start:])
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source = sdist.extractfile(member)
+                if source is not None:
+                    target.write_bytes(source.read())
+
+
+def fetch(requirement: str, dest: Path) -> Path:
+    """The package folder of ``NAME==VERSION`` under ``dest``, fetched if need be."""
+    name, version = requirement.split("==")
+    package = name.replace("-", "_")
+    folder = dest / f"{name}-{version}"
+    if not (folder / ".complete").exists():
+        with tempfile.TemporaryDirectory() as work:
+            archive = _download(requirement, Path(work))
+            _python_files(archive, package, folder)
+        (folder / ".complete").touch()
+    return folder / package
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    dest, requirements = Path(argv[0]), argv[1:] or list(AUDIT_SET)
+    for requirement in requirements:
+        print(fetch(requirement, dest))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
