@@ -25,7 +25,17 @@ PLATFORMS = ["manylinux2014_x86_64", *(f"manylinux_2_{n}_x86_64" for n in range(
 
 
 def _download(requirement: str, into: Path) -> Path:
-    wheel = [sys.executable, "-m", "pip", "download", requirement, "--no-deps", "-q", "-d", str(into)]
+    wheel = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        requirement,
+        "--no-deps",
+        "-q",
+        "-d",
+        str(into),
+    ]
     binary = ["--only-binary", ":all:", "--python-version", "3.12", "--implementation", "cp"]
     binary += [option for platform in PLATFORMS for option in ("--platform", platform)]
     if subprocess.run(wheel + binary, capture_output=True).returncode != 0:
