@@ -27,7 +27,7 @@ from portlint.engine import (
     read_source,
     write_source,
 )
-from portlint.findings import SAFE, Violation, split_lines
+from portlint.findings import SAFE, Silenced, Violation, split_lines
 from portlint.formats import FORMATS, Context, OutputFormat
 from portlint.registry import BrokenRules, all_rules, check_catalog_lists_every_rule
 from portlint.reporters import fixes_report, summary
@@ -96,6 +96,7 @@ class CheckOptions:
     stdin_filename: str | None
     no_cache: bool
     no_partial_parse: bool
+    show_silenced: bool
 
     @property
     def reading_stdin(self) -> bool:
@@ -182,6 +183,12 @@ class UsageError(Exception):
     help="Parse whole files, not only the functions a rule can report on (slower).",
 )
 @click.option(
+    "--show-silenced",
+    is_flag=True,
+    help="Also show each device finding that the code's own account of its platform silenced "
+    "(a guard, a CUDA-only import or name, a test skip, a dispatch, a waiver), with the reason.",
+)
+@click.option(
     "--stdin-filename",
     metavar="PATH",
     help="With `-` as the path: the file name the source on stdin stands for.",
@@ -217,6 +224,9 @@ def _settings(options: CheckOptions) -> tuple[Settings, dict[str, set[int] | Non
     modes = (options.fix or options.diff, options.add_noqa, options.write_baseline is not None)
     if sum(map(bool, modes)) > 1:
         raise UsageError("use one of --fix/--diff, --add-noqa and --write-baseline at a time")
+    if options.show_silenced and not options.format.shows_silenced:
+        shown = ", ".join(name for name, fmt in FORMATS.items() if fmt.shows_silenced)
+        raise UsageError(f"--show-silenced works with the output formats {shown}")
     try:
         changed = changed_lines(options.since, cwd) if options.since else None
     except ChangesError as error:
@@ -239,11 +249,14 @@ def _check(options: CheckOptions) -> int:
     fix_edits = options.format.shows_edits
     # Beside the pyproject.toml found for the paths (the project root), else here.
     cache_root = Path.cwd() if options.config_file is not None else Path(settings.root)
-    cache = None if options.no_cache else Cache(cache_root, settings, fix_edits)
+    # (The cache holds what was reported, not what was silenced.)
+    use_cache = not (options.no_cache or options.show_silenced)
+    cache = Cache(cache_root, settings, fix_edits) if use_cache else None
     try:
         result = lint_files(
-            files, settings, options.jobs, progress, fix_edits, cache, speedups=True
-        )
+            files, settings, options.jobs, progress, fix_edits, cache, speedups=True,
+            show_silenced=options.show_silenced,
+        )  # fmt: skip
     finally:
         progress.close()
     if cache is not None:
@@ -282,6 +295,7 @@ def _check(options: CheckOptions) -> int:
     if options.show_fixes:
         click.echo(fixes_report(applied), nl=False)
     unchecked = len(missing) + len(result.internal_errors)
+    report.silenced = result.silenced if options.show_silenced else None
     report.emit(violations, sum(applied.values()), unchecked=unchecked)
     for message in result.internal_errors:
         click.echo(f"portlint: error: {message}", err=True)
@@ -296,9 +310,12 @@ class Report:
     def __init__(self, options: CheckOptions) -> None:
         self.options = options
         self.sources: dict[str, str] = {}
+        self.silenced: list[Silenced] | None = None
 
     def render(self, violations: list[Violation]) -> str:
-        context = Context(self.sources, str(Path.cwd()), self.options.show_statistics)
+        context = Context(
+            self.sources, str(Path.cwd()), self.options.show_statistics, self.silenced
+        )
         return self.options.format.render(violations, context)
 
     def emit(
@@ -336,7 +353,11 @@ def _check_stdin(options: CheckOptions, settings: Settings, report: Report) -> i
         violations = outcome.violations
     else:
         fix_edits = options.format.shows_edits
-        violations = lint_source(path, source, settings, fix_edits=fix_edits, speedups=True)
+        silenced: list[Silenced] | None = [] if options.show_silenced else None
+        violations = lint_source(
+            path, source, settings, fix_edits=fix_edits, speedups=True, silenced=silenced
+        )
+        report.silenced = silenced
         report.emit(violations)
     return EXIT_FINDINGS if violations and not options.exit_zero else EXIT_CLEAN
 

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from portlint.cuda_api import parse_version
+from portlint.facts import CUDA_ONLY_LIBRARIES
+from portlint.platform import INFERENCES
 from portlint.registry import expand_selector
 from portlint.settings import Settings
 
@@ -33,6 +35,10 @@ LIST_KEYS = (
     "stream-functions",
     "guard-functions",
     "cuda-only-paths",
+    "platform-inferences",
+    "cuda-only-imports",
+    "extend-cuda-only-imports",
+    "extend-noqa-markers",
 )
 KNOWN_KEYS = (
     *LIST_KEYS,
@@ -104,6 +110,12 @@ def load_settings(config_path: Path | None, overrides: Overrides, cwd: Path) -> 
         stream_functions=tuple(table.get("stream-functions", [])),
         guard_functions=tuple(table.get("guard-functions", [])),
         cuda_only_paths=tuple(table.get("cuda-only-paths", [])),
+        platform_inferences=frozenset(table.get("platform-inferences", INFERENCES)),
+        cuda_only_imports=(
+            *table.get("cuda-only-imports", CUDA_ONLY_LIBRARIES),
+            *table.get("extend-cuda-only-imports", []),
+        ),
+        noqa_markers=tuple(table.get("extend-noqa-markers", [])),
         device_expression=table.get("device-expression", ""),
         target_torch_version=_target_torch_version(overrides, table, document, where),
     )
@@ -162,6 +174,12 @@ def _validate(table: dict[str, Any], path: Path) -> None:
     for key in LIST_KEYS:
         if key in table and not _is_str_list(table[key]):
             raise ConfigError(f"{path}: [tool.portlint] {key} must be a list of strings")
+    unknown_inferences = sorted(set(table.get("platform-inferences", [])) - set(INFERENCES))
+    if unknown_inferences:
+        raise ConfigError(
+            f"{path}: [tool.portlint] platform-inferences: unknown {', '.join(unknown_inferences)} "
+            f"(known: {', '.join(INFERENCES)})"
+        )
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict) or not all(_is_str_list(v) for v in per_file.values()):
         raise ConfigError(

@@ -15,11 +15,11 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from portlint.atomic import write_atomically
 from portlint.cache import Cache, digest
-from portlint.findings import SAFE, Fix, Violation, apply_edits, overlaps
+from portlint.findings import SAFE, Fix, Silenced, Violation, apply_edits, overlaps
 from portlint.registry import BrokenRules
 from portlint.settings import Settings
 from portlint.speed.gate import codes_with_triggers_in
@@ -39,6 +39,8 @@ class RunResult:
     internal_errors: list[str] = field(default_factory=list)
     files_checked: int = 0
     files_parsed: int = 0
+    # The findings that the code's account of its platform silenced (where asked for).
+    silenced: list[Silenced] = field(default_factory=list)
 
 
 class SourceError(Exception):
@@ -110,7 +112,7 @@ def lint_source(
     fix_edits: bool = True,
     codes: list[str] | None = None,
     speedups: bool = False,
-    silenced: list[Violation] | None = None,
+    silenced: list[Silenced] | None = None,
 ) -> list[Violation]:
     """Lint one file's text: findings after suppressions, or one diagnostic if it does not parse.
 
@@ -120,7 +122,7 @@ def lint_source(
     ``codes``: what the text gate already said of this file, where the caller ran it.
     ``speedups``: the process-wide shortcuts of :mod:`portlint.speed.process` (off: nothing
     outside this call changes while it runs). ``silenced``, where given, gets the findings that
-    platform guards silenced.
+    the code's account of its platform silenced, with the reasons (``--show-silenced``).
     """
     enabled = settings.codes_for(path)
     if codes is None:
@@ -177,21 +179,38 @@ def fix_source(path: str, source: str, settings: Settings, unsafe: bool = False)
     return result
 
 
-Job = tuple[str, str, Settings, bool, list[str], bool]  # path, source, settings, fix_edits,
-# codes, speedups
+class Job(NamedTuple):
+    """One file to lint, as a worker process gets it."""
+
+    path: str
+    source: str
+    settings: Settings
+    fix_edits: bool
+    codes: list[str]  # what the text gate said of it
+    speedups: bool
+    show_silenced: bool
 
 
-def _lint_job(job: Job) -> tuple[str, list[Violation], str | None]:
-    path, source, settings, fix_edits, codes, speedups = job
+class Outcome(NamedTuple):
+    path: str
+    violations: list[Violation]
+    silenced: list[Silenced]
+    error: str | None  # an internal error, where linting it crashed
+
+
+def _lint_job(job: Job) -> Outcome:
+    silenced: list[Silenced] | None = [] if job.show_silenced else None
     try:
         found = lint_source(
-            path, source, settings, fix_edits=fix_edits, codes=codes, speedups=speedups
-        )
-        return path, found, None
+            job.path, job.source, job.settings, fix_edits=job.fix_edits, codes=job.codes,
+            speedups=job.speedups, silenced=silenced,
+        )  # fmt: skip
+        return Outcome(job.path, found, silenced or [], None)
     except BrokenRules:
         raise  # portlint itself is broken, not this file: the run must stop
     except Exception as error:  # a crash on one file must not end the run
-        return path, [], f"{path}: internal error: {type(error).__name__}: {error}"
+        message = f"{job.path}: internal error: {type(error).__name__}: {error}"
+        return Outcome(job.path, [], [], message)
 
 
 def lint_files(
@@ -202,12 +221,14 @@ def lint_files(
     fix_edits: bool = True,
     cache: Cache | None = None,
     speedups: bool = False,
+    show_silenced: bool = False,
 ) -> RunResult:
     """Lint ``files``; ``progress(done, total)`` is called as parsed files complete.
 
     With a ``cache``, a file whose results it holds is neither read nor parsed; the others are,
     and their results are stored (the caller saves the cache). ``speedups``: as for
-    :func:`lint_source` (the command line turns them on).
+    :func:`lint_source` (the command line turns them on). ``show_silenced``: collect the
+    silenced findings too (``result.silenced``; the cache holds none, so pass none).
     """
     result = RunResult(files_checked=len(files))
     digests: dict[str, str] = {}
@@ -232,17 +253,21 @@ def lint_files(
                     continue
             codes = codes_with_triggers_in(source, settings.codes_for(path))
             if codes:
-                runner.submit((path, source, settings, fix_edits, codes, speedups))
+                runner.submit(
+                    Job(path, source, settings, fix_edits, codes, speedups, show_silenced)
+                )
             elif cache:
                 cache.store(path, digests[path], [])
         result.files_parsed = runner.submitted
-        for path, violations, internal_error in runner.results(progress):
-            result.violations.extend(violations)
-            if internal_error:
-                result.internal_errors.append(internal_error)
+        for outcome in runner.results(progress):
+            result.violations.extend(outcome.violations)
+            result.silenced.extend(outcome.silenced)
+            if outcome.error:
+                result.internal_errors.append(outcome.error)
             elif cache:
-                cache.store(path, digests[path], violations)
+                cache.store(outcome.path, digests[outcome.path], outcome.violations)
     result.violations.sort()
+    result.silenced.sort()
     return result
 
 
@@ -285,9 +310,7 @@ class _Runner:
             self.futures = [self.pool.submit(_lint_job, waiting) for waiting in self.waiting]
             self.waiting = []
 
-    def results(
-        self, progress: Callable[[int, int], None] | None
-    ) -> Iterator[tuple[str, list[Violation], str | None]]:
+    def results(self, progress: Callable[[int, int], None] | None) -> Iterator[Outcome]:
         """Each job's result, as jobs complete (call once every job is submitted)."""
         if self.pool is None:
             outcomes = (_lint_job(job) for job in self.waiting)

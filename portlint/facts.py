@@ -70,3 +70,43 @@ NOT_WARMUPS = frozenset(
         "cuda.synchronize", "accelerator.synchronize", "cuda.CUDAGraph",
     )
 )  # fmt: skip
+
+# --- Platforms ----------------------------------------------------------------------------
+# Libraries that exist only for NVIDIA GPUs or only for AMD ones (ROCm, whose torch device type is
+# "cuda" too), by import name: a module that imports one unconditionally at its top level runs
+# only there. `cuda.*` is cuda-python (NVIDIA's own bindings), not any package named `cuda`.
+CUDA_ONLY_LIBRARIES: dict[str, str] = {
+    # NVIDIA
+    "flashinfer": "FlashInfer", "cutlass": "CUTLASS / the CuTe DSL", "cuda.bindings": "cuda-python",
+    "cuda.cudart": "cuda-python", "cuda.cuda": "cuda-python", "cuda.nvrtc": "cuda-python",
+    "cuda.core": "cuda-python", "cupy": "CuPy", "cupyx": "CuPy", "pycuda": "PyCUDA",
+    "pynvml": "NVML", "tensorrt": "TensorRT", "tensorrt_llm": "TensorRT-LLM",
+    "torch_tensorrt": "Torch-TensorRT", "apex": "NVIDIA Apex",
+    "transformer_engine": "Transformer Engine", "deep_gemm": "DeepGEMM", "deep_ep": "DeepEP",
+    "flash_mla": "FlashMLA", "nvshmem": "NVSHMEM", "quack": "QuACK (CuTe DSL kernels)",
+    "flash_attn_interface": "FlashAttention 3", "cudnn": "cuDNN frontend", "nvtx": "NVTX",
+    "numba.cuda": "Numba CUDA", "triton.language.extra.cuda": "Triton's CUDA extras",
+    # AMD
+    "aiter": "AITER", "flydsl": "FlyDSL", "wave_lang": "Wave", "amdsmi": "AMD SMI",
+    "pyrsmi": "ROCm SMI", "hip.hip": "hip-python", "triton.language.extra.hip": "Triton's HIP extras",
+    # Both (the torch device type is "cuda" on each)
+    "flash_attn": "FlashAttention", "mscclpp": "MSCCL++",
+}  # fmt: skip
+
+# Words that name CUDA, ROCm, their libraries or their GPUs, in a module, folder, class, function
+# or variable name (`forward_cuda`, `CudaPlatform`, `nvidia/`, `fmha_sm100.py`, `_is_hip`); a name
+# that joins two words counts (`deepgemm`). Not `cuda` followed by `graph`: a CUDA graph is how
+# torch captures on any accelerator (XPU and NPU graph runners subclass CUDA-graph runners).
+CUDA_WORDS = frozenset({
+    "cuda", "cudnn", "cublas", "cublaslt", "cutlass", "cute", "cutedsl", "nccl", "nvidia",
+    "nvshmem", "nvfp4", "nvtx", "nvml", "trtllm", "tensorrt", "flashinfer", "deepgemm", "deepep",
+    "flashmla", "hopper", "blackwell",
+    "rocm", "hip", "hipblaslt", "rccl", "amd", "aiter", "cdna", "mi300", "mi325", "mi355",
+})  # fmt: skip
+CUDA_ARCHITECTURE = r"(?:sm|gfx)\d{2,4}[a-z]?"  # sm90, sm100a, gfx942
+# Devices other than CUDA and ROCm that torch runs on: a check for one is a dispatch over devices.
+OTHER_DEVICES = frozenset({
+    "xpu", "npu", "hpu", "mps", "mlu", "musa", "xla", "tpu", "neuron", "sdaa", "gaudi", "ascend",
+    "habana", "ipu", "mtia", "maia", "privateuseone", "metal", "mlx",
+})  # fmt: skip
+CUDA_DEVICE_TYPES = frozenset({"cuda", "hip", "rocm"})

@@ -47,6 +47,18 @@ class Violation:
     fix: Fix | None = None
 
 
+@dataclass(frozen=True, order=True)
+class Silenced:
+    """A finding that the code's own account of its platform silenced: the finding, the kind of
+    reason (``guard``, an inference of ``portlint.platform.INFERENCES``, ``waiver`` or
+    ``duplicate``), what says so, and the line that says so (0: the module's path)."""
+
+    violation: Violation
+    kind: str
+    why: str
+    line: int
+
+
 # A line as Python and LibCST count them: ended by \r\n, \r or \n (``str.splitlines`` also ends
 # one at a form feed and other separators, which puts everything after on the wrong line).
 LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")

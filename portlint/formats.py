@@ -17,8 +17,8 @@ from pathlib import Path
 
 from portlint import __version__
 from portlint.catalog import CATALOG
-from portlint.findings import Fix, Violation, split_lines
-from portlint.reporters import label, statistics, statistics_items
+from portlint.findings import Fix, Silenced, Violation, split_lines
+from portlint.reporters import label, silenced_report, statistics, statistics_items
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SYNTAX_ERROR = "syntax-error"
@@ -283,6 +283,7 @@ class Context:
     sources: dict[str, str] = field(default_factory=dict)  # texts not on disk (stdin)
     root: str = "."  # what SARIF's URIs are relative to
     statistics: bool = False  # --statistics: counts per code instead of the findings
+    silenced: list[Silenced] | None = None  # --show-silenced: the silenced findings too
 
 
 @dataclass(frozen=True)
@@ -293,26 +294,40 @@ class OutputFormat:
     shows_edits: bool = False
     # For people: followed by the summary.
     for_people: bool = False
+    # It can show the silenced findings (--show-silenced).
+    shows_silenced: bool = False
 
 
 def _text(violations: list[Violation], context: Context) -> str:
-    return statistics(violations) if context.statistics else text_report(violations)
+    text = statistics(violations) if context.statistics else text_report(violations)
+    return text + silenced_report(context.silenced or [])
 
 
 def _json(violations: list[Violation], context: Context) -> str:
     items = statistics_items(violations) if context.statistics else json_items(violations)
+    for silenced in context.silenced or []:
+        (item,) = json_items([silenced.violation])
+        why = {"kind": silenced.kind, "why": silenced.why, "line": silenced.line}
+        items.append({**item, "silenced": why})
     return json.dumps(items, indent=2) + "\n"
 
 
+def _full(violations: list[Violation], context: Context) -> str:
+    if context.statistics:
+        return statistics(violations)
+    return full_report(violations, context.sources) + silenced_report(context.silenced or [])
+
+
 FORMATS: dict[str, OutputFormat] = {
-    "concise": OutputFormat(_text, "one line per finding", for_people=True),
-    "text": OutputFormat(_text, "the same as concise", for_people=True),
+    "concise": OutputFormat(_text, "one line per finding", for_people=True, shows_silenced=True),
+    "text": OutputFormat(_text, "the same as concise", for_people=True, shows_silenced=True),
     "full": OutputFormat(
-        lambda found, c: statistics(found) if c.statistics else full_report(found, c.sources),
-        "each finding with its source line, a caret and its fix", shows_edits=True,
-        for_people=True,
+        _full, "each finding with its source line, a caret and its fix", shows_edits=True,
+        for_people=True, shows_silenced=True,
     ),
-    "json": OutputFormat(_json, "a JSON array, with ruff's field names", shows_edits=True),
+    "json": OutputFormat(
+        _json, "a JSON array, with ruff's field names", shows_edits=True, shows_silenced=True
+    ),
     "json-lines": OutputFormat(
         lambda found, c: json_lines_report(found), "one JSON object per line", shows_edits=True
     ),

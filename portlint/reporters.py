@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from portlint.catalog import CATALOG
-from portlint.findings import SAFE, Violation
+from portlint.findings import SAFE, Silenced, Violation
 
 
 def label(violation: Violation) -> str:
@@ -49,6 +49,21 @@ def summary(
             "`--unsafe-fixes` option)."
         )
     return "\n".join(lines)
+
+
+def silenced_report(silenced: list[Silenced]) -> str:
+    """What ``--show-silenced`` adds: each finding the code's account of its platform silenced,
+    the reason and the line that gives it, then the count by kind of reason."""
+    if not silenced:
+        return ""
+    lines = [f"Silenced ({len(silenced)}), with the reason and the line that gives it:"]
+    for s in silenced:
+        v = s.violation
+        where = f"line {s.line}" if s.line else "the module"
+        lines += [f"{v.path}:{v.line}:{v.col}: {label(v)}", f"    {s.kind}: {s.why} ({where})"]
+    kinds = Counter(s.kind for s in silenced)
+    lines.append("By kind: " + ", ".join(f"{kind} {count}" for kind, count in kinds.most_common()))
+    return "\n".join(lines) + "\n"
 
 
 def fixes_report(applied: Counter[tuple[str, str]]) -> str:

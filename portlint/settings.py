@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass, field
 
 from portlint.catalog import GUARDABLE
+from portlint.facts import CUDA_ONLY_LIBRARIES
+from portlint.platform import INFERENCES
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,11 @@ class Settings:
     guard_functions: tuple[str, ...] = field(default=())
     cuda_only_paths: tuple[str, ...] = field(default=())
     device_expression: str = ""
+    # What the platform inference reads (portlint.platform): the kinds it draws on, the libraries
+    # that exist only for NVIDIA or AMD GPUs, and comments that mark a line as CUDA-only.
+    platform_inferences: frozenset[str] = frozenset(INFERENCES)
+    cuda_only_imports: tuple[str, ...] = tuple(CUDA_ONLY_LIBRARIES)
+    noqa_markers: tuple[str, ...] = ()
     # The oldest torch the code must run on, as (major, minor); None: every version portlint knows.
     target_torch_version: tuple[int, int] | None = None
     # Parse only the parts of a file a rule can report on (portlint/speed/cut.py); off for tests

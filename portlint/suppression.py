@@ -63,6 +63,21 @@ def _comments(source: str) -> list[tuple[int, int, str]]:
         ]
 
 
+def marker_lines(source: str, markers: tuple[str, ...]) -> dict[int, str]:
+    """The lines whose comment holds one of ``markers`` (a project's own mark of sanctioned code,
+    such as ``#ignore-cuda``; spaces do not count, so ``# ignore-cuda`` is one too), with it."""
+    wanted = {"".join(marker.split()): marker for marker in markers}
+    found: dict[int, str] = {}
+    if not any(marker.lstrip("#").strip() in source for marker in markers):
+        return found
+    for line, _, text in _comments(source):
+        compact = "".join(text.split())
+        for key, marker in wanted.items():
+            if key.lstrip("#") in compact:
+                found[line] = marker
+    return found
+
+
 def noqa_lines(source: str) -> set[int]:
     """The lines (1-based, as Python counts them) on which "noqa" occurs, in a comment or not."""
     return {n for n, line in enumerate(split_lines(source), 1) if NOQA.search(line)}

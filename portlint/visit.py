@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import ast
 from contextlib import ExitStack, nullcontext
+from dataclasses import dataclass
 
 import libcst as cst
 from libcst.metadata import BatchableMetadataProvider, MetadataWrapper, ProviderT
 
-from portlint.analysis.guards import GuardAnalysis
+from portlint.analysis.guards import GuardAnalysis, Silence
 from portlint.analysis.positions import PositionProvider
+from portlint.analysis.silencing import silence
 from portlint.analysis.walk import Walk
-from portlint.findings import Violation
+from portlint.catalog import GUARDABLE
+from portlint.findings import Silenced, Violation
+from portlint.platform import ModulePlatform, module_platform
 from portlint.registry import all_rules
 from portlint.rule import FileContext, Rule
 from portlint.rules.port001_unused_noqa import UnusedNoqa
@@ -22,7 +26,7 @@ from portlint.settings import Settings
 from portlint.speed.cut import NOTHING, parse_ast, slice_source, source_line
 from portlint.speed.gate import shows_evidence
 from portlint.speed.process import parse_unvalidated, without_cycle_collection
-from portlint.suppression import apply_suppressions
+from portlint.suppression import apply_suppressions, marker_lines
 
 
 def lint_parsed(
@@ -33,59 +37,93 @@ def lint_parsed(
     enabled: frozenset[str],
     fix_edits: bool,
     speedups: bool = False,
-    silenced: list[Violation] | None = None,
+    silenced: list[Silenced] | None = None,
 ) -> list[Violation]:
     """Run the rules ``codes`` on ``source``, apply suppressions, then check unused ``noqa``.
 
     A rule runs only where the file's code shows its evidence (:func:`shows_evidence`), with
     partial parsing or without: a file where no rule can report is not parsed either way (so a
-    syntax error in it goes unreported both ways, as in a file without any trigger).
-    ``speedups``: the process-wide shortcuts of :mod:`portlint.speed.process`. ``silenced``,
-    where given, gets the findings that platform guards silenced."""
+    syntax error in it goes unreported both ways, as in a file without any trigger). In a module
+    that runs only on CUDA as a whole (``portlint.platform.module_platform``) the device rules do
+    not run at all, unless ``silenced`` asks what they would have said. ``speedups``: the
+    process-wide shortcuts of :mod:`portlint.speed.process`. ``silenced``, where given, gets the
+    findings that the code's account of its platform silenced, with the reasons."""
     rules = [all_rules()[code] for code in codes]
     shown = {  # (the nine PORT4xx rules share theirs: looked for once)
         evidence: shows_evidence(source, evidence) for evidence in {rule.evidence for rule in rules}
     }
     visiting = [rule for rule in rules if rule is not UnusedNoqa and shown[rule.evidence]]
+    tree = parse_ast(source) if visiting else None
+    module = None
+    if any(rule.guardable for rule in visiting):
+        module = module_platform(
+            path, settings.root, tree, settings.cuda_only_imports, settings.platform_inferences
+        )
+        if module is not None and silenced is None:
+            visiting = [rule for rule in visiting if not rule.guardable]
     violations: list[Violation] = []
     if visiting:
         with without_cycle_collection() if speedups else nullcontext():
-            violations = _violations(
-                path, source, settings, visiting, fix_edits, speedups, silenced
-            )
+            job = _Job(path, source, tree, settings, fix_edits, speedups, silenced, module)
+            violations = _violations(job, visiting)
+    violations = _waived(violations, source, settings, silenced)
     kept, used = apply_suppressions(violations, source)
     if UnusedNoqa in rules:
         kept += UnusedNoqa.check(path, source, used, enabled)
     return sorted(kept)
 
 
-def _violations(
-    path: str,
-    source: str,
-    settings: Settings,
-    rules: list[type[Rule]],
-    fix_edits: bool,
-    speedups: bool,
-    silenced: list[Violation] | None,
+@dataclass
+class _Job:
+    """One file to parse and visit, and what the run asks of it."""
+
+    path: str
+    source: str
+    tree: ast.Module | None  # Python's parse of it (None: Python refuses it)
+    settings: Settings
+    fix_edits: bool
+    speedups: bool
+    silenced: list[Silenced] | None
+    module: ModulePlatform | None  # why the whole module runs only on CUDA, if it does
+
+
+def _waived(
+    violations: list[Violation], source: str, settings: Settings, silenced: list[Silenced] | None
 ) -> list[Violation]:
-    """The findings of ``rules`` in ``source``, parsed whole or cut (see
+    """Device findings on lines that carry one of the project's own markers of sanctioned CUDA
+    code (``extend-noqa-markers``, such as DeepSpeed's ``#ignore-cuda``) are silent."""
+    if not settings.noqa_markers or not violations:
+        return violations
+    lines = marker_lines(source, settings.noqa_markers)
+    kept = []
+    for violation in violations:
+        marker = lines.get(violation.line) if violation.code in GUARDABLE else None
+        if marker is None:
+            kept.append(violation)
+        elif silenced is not None:
+            why = f"the line is marked `{marker}` (extend-noqa-markers)"
+            silenced.append(Silenced(violation, "waiver", why, violation.line))
+    return kept
+
+
+def _violations(job: _Job, rules: list[type[Rule]]) -> list[Violation]:
+    """The findings of ``rules`` in the job's file, parsed whole or cut (see
     :mod:`portlint.speed.cut`), or the syntax error that stops the parse."""
-    tree = parse_ast(source)
+    source, tree = job.source, job.tree
     cut = None
-    if tree and settings.partial_parse and not fix_edits:
+    if tree and job.settings.partial_parse and not job.fix_edits:
         cut = slice_source(source, tree, [rule.entry() for rule in rules])
         if cut is NOTHING:
             return []
     parsed = cut.text if cut else source
     statements = cut.statements if cut else (tree.body if tree else None)
     lines = cut.lines if cut else None
-    parse = parse_unvalidated if tree and speedups else cst.parse_module
+    parse = parse_unvalidated if tree and job.speedups else cst.parse_module
     try:
         module = parse(parsed)
     except cst.ParserSyntaxError as error:
-        return [_syntax_error(path, source, error, lines)]
-    wrapper = _Wrapper(module, parsed, statements, lines)
-    return _visit(path, wrapper, rules, settings, fix_edits, silenced)
+        return [_syntax_error(job.path, source, error, lines)]
+    return _visit(job, _Wrapper(module, parsed, statements, lines), rules)
 
 
 class _Wrapper(MetadataWrapper):
@@ -131,30 +169,30 @@ def _with_dependencies(providers: set[ProviderT]) -> set[ProviderT]:
     return providers
 
 
-def _visit(
-    path: str,
-    wrapper: _Wrapper,
-    rules: list[type[Rule]],
-    settings: Settings,
-    fix_edits: bool,
-    silenced: list[Violation] | None,
-) -> list[Violation]:
-    """Every rule in one batched visit; the guarded reports of guardable rules dropped (or
-    given to ``silenced``), the others placed."""
-    context = FileContext(path, settings, fix_edits=fix_edits)
+def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violation]:
+    """Every rule in one batched visit; the reports of guardable rules that the code's account
+    of its platform silences dropped (or given to ``job.silenced``), the others placed."""
+    settings = job.settings
+    context = FileContext(job.path, settings, fix_edits=job.fix_edits)
     visitors: list[cst.BatchableCSTVisitor] = [rule(context) for rule in rules]
     guardable = {rule.code for rule in rules if rule.guardable}
-    guards = GuardAnalysis(settings.guard_functions) if guardable else None
-    wrapper.visit_batched(visitors + ([guards] if guards else []))
+    if not guardable:
+        wrapper.visit_batched(visitors)
+        positions = wrapper.resolve(PositionProvider)
+        return [report.violation(job.path, positions) for report in context.reports]
+    guards = GuardAnalysis(settings.guard_functions, settings.platform_inferences)
+    wrapper.visit_batched([*visitors, guards])
     positions = wrapper.resolve(PositionProvider)
-    found = []
-    for report in context.reports:
-        if guards is not None and report.code in guardable and guards.is_guarded(report.start):
-            if silenced is not None:
-                silenced.append(report.violation(path, positions))
-        else:
-            found.append(report.violation(path, positions))
-    return found
+    whole = Silence(job.module.kind, job.module.why) if job.module is not None else None
+    kept, quiet = silence(context.reports, guards, guardable, whole)
+    if job.silenced is not None:
+        for report, reason in quiet:
+            line = positions[reason.node].start.line if reason.node is not None else 0
+            if reason.node is None and job.module is not None:
+                line = job.module.line
+            violation = report.violation(job.path, positions)
+            job.silenced.append(Silenced(violation, reason.kind, reason.why, line))
+    return [report.violation(job.path, positions) for report in kept]
 
 
 def parses(source: str) -> bool:

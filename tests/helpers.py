@@ -40,8 +40,10 @@ def lint_all_ways(source: str, codes: frozenset[str]) -> dict[str, tuple[list, l
     (gates on), and with no gate at all (every rule runs on the whole file). They must agree: a
     gate that hid a finding, or a cut that lost a caller or a guard, would show here."""
     from portlint import visit
+    from portlint.platform import module_platform
     from portlint.registry import all_rules
     from portlint.rules.port001_unused_noqa import UnusedNoqa
+    from portlint.speed.cut import parse_ast
     from portlint.suppression import apply_suppressions
 
     found: dict[str, tuple[list, list]] = {}
@@ -53,7 +55,12 @@ def lint_all_ways(source: str, codes: frozenset[str]) -> dict[str, tuple[list, l
     rules = [all_rules()[code] for code in sorted(codes) if all_rules()[code] is not UnusedNoqa]
     silenced = []
     settings = Settings(select=codes, partial_parse=False)
-    violations = visit._violations("case.py", source, settings, rules, False, False, silenced)
+    tree = parse_ast(source)
+    module = module_platform(
+        "case.py", settings.root, tree, settings.cuda_only_imports, settings.platform_inferences
+    )
+    job = visit._Job("case.py", source, tree, settings, False, False, silenced, module)
+    violations = visit._violations(job, rules)
     kept, used = apply_suppressions(violations, source)
     if UnusedNoqa.code in codes:
         kept += UnusedNoqa.check("case.py", source, used, codes)

@@ -14,7 +14,7 @@ from portlint.cuda_api import APIS, parse_version
 from portlint.registry import all_rules
 from tests.helpers import REPO, lint, run_cli
 
-FIXTURE = REPO / "tests" / "fixtures" / "torch_cuda_scripts.py"
+FIXTURE = REPO / "tests" / "fixtures" / "torch_api_scripts.py"
 PORT4 = {code for code in all_rules() if code.startswith("PORT4")}
 
 # vLLM's tools/pre_commit/check_torch_cuda.py, restated: these patterns over the file's text, path

@@ -44,15 +44,15 @@ def test_a_crash_on_one_file_is_reported_and_the_run_goes_on(tmp_path, monkeypat
 
 
 def test_the_pool_is_no_larger_than_the_files_can_keep_busy():
-    from portlint.engine import MIN_FILES_PER_WORKER, _Runner
+    from portlint.engine import MIN_FILES_PER_WORKER, Job, _Runner
 
     assert _Runner(16, 20).workers == 20 // MIN_FILES_PER_WORKER  # 2, not 16, for 20 files
     assert _Runner(2, 3000).workers == 2
     with _Runner(16, 10) as runner:  # too few files for a pool: run here
         for n in range(10):
-            runner.submit((f"m{n}.py", "x = 1\n", Settings(), False, ["PORT101"], False))
+            runner.submit(Job(f"m{n}.py", "x = 1\n", Settings(), False, ["PORT101"], False, False))
         assert runner.pool is None
-        assert [path for path, _, _ in runner.results(None)] == [f"m{n}.py" for n in range(10)]
+        assert [done.path for done in runner.results(None)] == [f"m{n}.py" for n in range(10)]
 
 
 def test_a_parse_without_validation_builds_the_same_tree_and_validates_again_after():

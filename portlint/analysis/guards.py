@@ -1,33 +1,66 @@
-"""Platform guards: code that only runs on CUDA (or ROCm, whose torch device type is "cuda" too).
+"""Platform guards: code that only runs on CUDA (or ROCm, whose torch device type is "cuda" too),
+each region with the reason the code gives for it.
 
-``GuardAnalysis`` is visited with the rules. It records the code (nodes) that runs only on CUDA:
-the body of ``if torch.cuda.is_available():`` (or ``x.is_cuda``, ``x.device.type == "cuda"``,
-``current_platform.is_cuda()``, a configured guard call), the ``else`` of a negated guard, the
-rest of a block after ``if not <guard>: return`` or ``assert <guard>``, the CUDA side of a
-conditional expression, and the right of ``<guard> and ...``. ``torch.version.hip is not None``
-is a guard too (a ROCm build). A function is guarded when it has callers in its module and every one of
-them is guarded ("one call away"). Rules with ``guardable = True`` drop findings inside.
+``GuardAnalysis`` is visited with the rules. It records the code (nodes) that runs only on CUDA,
+and why (:class:`Silence`):
+
+- explicit guards (kind ``guard``): the body of ``if torch.cuda.is_available():`` (or
+  ``x.is_cuda``, ``x.device.type == "cuda"``, ``current_platform.is_cuda()``, any call or name
+  that asks "is this CUDA/ROCm/NVIDIA" — ``is_torch_cuda_available()``, ``_is_hip`` — a name
+  assigned from such a test, a comparison with a constant that names CUDA or GPUs —
+  ``DistributedType.MULTI_GPU`` — ``isinstance(x, CudaThing)``, a configured guard call), the
+  ``else`` of a negated guard, the rest of a block after ``if not <guard>: return`` (or ``raise``,
+  ``pytest.skip(...)``) or ``assert <guard>``, the CUDA side of a conditional expression, the
+  right of ``<guard> and ...``; ``torch.version.hip is not None`` (a ROCm build); and a function
+  every call of which in the module is guarded ("one call away");
+- ``names``: the body of a function or class named for CUDA or ROCm (``forward_cuda``,
+  ``class CudaPlatform``, ``def cuda(self)``) or of a class derived from one;
+- ``tests``: a test function, class or module that runs only where CUDA is (``skipif(not
+  torch.cuda.is_available())``, ``skipUnless(...)``, a module's ``pytestmark``, a marker assigned
+  to a name, a ``require_cuda``-like decorator, an autouse fixture that skips);
+- ``dispatch``: the ``else`` of an ``if``/``elif`` chain over other devices with no CUDA arm
+  (``if is_xpu(): ... elif is_npu(): ... else: <CUDA>``), the ``"cuda"`` entry of a table keyed
+  by device type;
+- ``fallbacks``: the arm of a torch-version (or ``hasattr(torch, ...)``) test that keeps a CUDA
+  call for an older torch, and the right of ``<portable accelerator query> or <CUDA>``.
+
+It also records the tests of these guards, so that a finding *in* a test can be judged: the
+check that confines CUDA-only code is not a portability bug (see :meth:`GuardAnalysis.check`).
+The kinds but ``guard`` are inferences the configuration can switch off (``portlint.platform``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import libcst as cst
 
-from portlint.analysis.names import LEAVES_BLOCK, block_ends_in, dotted_name, qualified_names
+from portlint.analysis.names import (
+    EXIT_CALLS,
+    LEAVES_BLOCK,
+    argument,
+    block_ends_in,
+    dotted_name,
+    qualified_names,
+)
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
 from portlint.calls import call_key, definition_key
+from portlint.facts import CUDA_DEVICE_TYPES, OTHER_DEVICES
+from portlint.platform import is_predicate, names_cuda, names_other_device, requires_cuda, words
 
-CUDA_TYPES = {"cuda", "hip", "rocm"}
-GUARD_CALL_NAMES = {"is_cuda", "is_cuda_alike", "is_rocm", "is_hip"}
 GUARD_QUALIFIED = {"torch.cuda.is_available", "torch.cuda.is_initialized"}
 GUARD_ATTRIBUTES = {"is_cuda", "torch.version.cuda", "torch.version.hip"}
-GUARD_VARIABLES = {
-    "is_cuda", "use_cuda", "on_cuda", "cuda_available", "is_rocm", "is_hip", "is_nvidia",
-}  # fmt: skip
 VERSION_ATTRIBUTES = {"torch.version.cuda", "torch.version.hip"}
+SKIP_IF = {"skipif", "skipIf", "skip_if"}
+SKIP_UNLESS = {"skipUnless", "skip_unless", "skipunless"}
+# Words of a test that asks which torch it runs under (`is_torch_greater_or_equal_than_2_7`,
+# `version.parse(torch.__version__)`, `TORCH_VERSION`).
+VERSION_WORDS = {"version", "greater", "less", "older", "newer", "ge", "gt", "lt", "le"}
+# Device types that can share a table keyed by device type with "cuda".
+DEVICE_KEYS = OTHER_DEVICES | {"cpu", "meta", "default"}
+_CODE = cst.Module([])
 
 
 def _string_values(node: cst.BaseExpression) -> list[str] | None:
@@ -40,18 +73,75 @@ def _string_values(node: cst.BaseExpression) -> list[str] | None:
     return None
 
 
+def _asks_tensor_is_cuda(test: cst.CSTNode) -> bool:
+    """Whether ``test`` asks a tensor's ``.is_cuda`` (not ``self.is_cuda``, a flag)."""
+    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+        return not (isinstance(test.value, cst.Name) and test.value.value == "self")
+    if isinstance(test, cst.UnaryOperation):
+        return _asks_tensor_is_cuda(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return _asks_tensor_is_cuda(test.left) or _asks_tensor_is_cuda(test.right)
+    return False
+
+
+def _code(node: cst.CSTNode) -> str:
+    return " ".join(_CODE.code_for_node(node).split())
+
+
+@dataclass(frozen=True, eq=False)
+class Silence:
+    """Why code runs only on CUDA: the kind of reason, what says so, and where (``node``: its
+    line is shown; None: the module)."""
+
+    kind: str
+    why: str
+    node: cst.CSTNode | None = None
+    test: cst.CSTNode | None = None  # the guard's test, where a guard made the region
+
+
+@dataclass
+class Test:
+    """The test of a guard. A finding in it is the check that confines CUDA code, not a use of
+    CUDA, where ``role`` says why (the guard states a requirement: ``assert``, a skip marker,
+    ``if not ...: raise``; it dispatches over devices; it is what a predicate named for CUDA
+    answers), or where the code it guards is itself CUDA-only."""
+
+    role: str | None = None
+    # Where it asks whether a tensor is on CUDA and the code has another path for other tensors
+    # (an `else`, or an early exit): the code of both paths. That is a choice of kernel by the
+    # tensor's device, unless one of the paths picks a device by name.
+    tensor_paths: tuple[cst.CSTNode, ...] = ()
+
+
+REQUIREMENT = "the check of a requirement of CUDA"
+DISPATCH = "the check of a dispatch over devices"
+ANSWER = "what a predicate named for CUDA answers"
+
+
 class GuardAnalysis(cst.BatchableCSTVisitor):
     METADATA_DEPENDENCIES = (NameProvider, ParentProvider)
 
-    def __init__(self, guard_functions: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, guard_functions: tuple[str, ...] = (), inferences: frozenset[str] = frozenset()
+    ) -> None:
         super().__init__()
         self.guard_functions = set(guard_functions)
-        # Nodes that run only on CUDA, with everything under them.
-        self.marked: set[cst.CSTNode] = set()
+        self.inferences = inferences
+        # Nodes that run only on CUDA (with everything under them), and why.
+        self.marked: dict[cst.CSTNode, Silence] = {}
+        self.tests: dict[cst.CSTNode, Test] = {}
         self.functions: dict[str, cst.FunctionDef] = {}
         self.callers: dict[cst.FunctionDef, list[cst.Call]] = {}
         self.calls: list[tuple[str, cst.Call]] = []
         self.classes: list[str] = []
+        # Names bound to a guard's outcome, innermost scope last: name -> polarity.
+        self.guard_names: list[dict[str, int]] = [{}]
+        self.markers: dict[str, cst.BaseExpression] = {}  # module-level names of skip markers
+        self.function_stack: list[cst.FunctionDef] = []
+        # The tests that names were bound to (a check held in a name is checked where tested).
+        self.bound: dict[str, list[cst.CSTNode]] = {}
+        self.version_names: set[str] = set()  # names bound to a test of the torch release
+        self.predicates: list[cst.FunctionDef] = []  # functions named as a question about CUDA
         self._guarded_functions: set[cst.FunctionDef] | None = None
 
     # --- What counts as a guard -----------------------------------------------------------
@@ -68,38 +158,61 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             return 1 if left == right == 1 else 0
         if isinstance(test, cst.Call):
             return 1 if self._is_guard_call(test) else 0
-        if isinstance(test, cst.Attribute):
-            name = dotted_name(test)
-            if test.attr.value == "is_cuda" or name in GUARD_ATTRIBUTES:
-                return 1
-            return 1 if qualified_names(self, test) & GUARD_ATTRIBUTES else 0
-        if isinstance(test, cst.Name):
-            return 1 if test.value in GUARD_VARIABLES else 0
+        if isinstance(test, (cst.Name, cst.Attribute)):
+            return self._name_polarity(test)
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
             return self._comparison_polarity(test)
         return 0
 
+    def _name_polarity(self, test: cst.Name | cst.Attribute) -> int:
+        dotted = dotted_name(test)
+        for scope in reversed(self.guard_names):
+            if dotted in scope:
+                return scope[dotted]
+        last = test.value if isinstance(test, cst.Name) else test.attr.value
+        if last == "is_cuda" or dotted in GUARD_ATTRIBUTES:
+            return 1
+        if isinstance(test, cst.Attribute) and qualified_names(self, test) & GUARD_ATTRIBUTES:
+            return 1
+        return 1 if is_predicate(last) and names_cuda(last) else 0
+
     def _is_guard_call(self, call: cst.Call) -> bool:
-        names = qualified_names(self, call.func)
-        if names & (GUARD_QUALIFIED | self.guard_functions):
-            return True
         dotted = dotted_name(call.func)
-        if dotted and (
-            dotted in self.guard_functions or dotted.rsplit(".", 1)[-1] in GUARD_CALL_NAMES
-        ):
+        last = dotted.rsplit(".", 1)[-1] if dotted else ""
+        if dotted in self.guard_functions or (is_predicate(last) and names_cuda(last)):
             return True
-        if (
-            isinstance(call.func, cst.Attribute)
-            and call.func.attr.value == "startswith"
-            and call.args
-        ):
+        if qualified_names(self, call.func) & (GUARD_QUALIFIED | self.guard_functions):
+            return True
+        if dotted is None:
+            return False
+        if last == "startswith" and call.args:
             values = _string_values(call.args[0].value)
-            return bool(values and all(v in CUDA_TYPES for v in values))
+            return bool(values and all(v in CUDA_DEVICE_TYPES for v in values))
+        if dotted == "isinstance" and len(call.args) == 2:
+            kinds = call.args[1].value
+            classes = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+            return all(self._names_cuda_constant(c, classes=True) for c in classes)
         return False
+
+    def _names_cuda_constant(self, node: cst.BaseExpression, classes: bool = False) -> bool:
+        """A constant or enum member that names CUDA or GPUs (``DistributedType.MULTI_GPU``,
+        ``CUDA_DISTRIBUTED_TYPES``), ``torch.cuda`` itself, or (``classes``) a class named for
+        CUDA."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return False
+        last = dotted.rsplit(".", 1)[-1]
+        if "torch.cuda" in qualified_names(self, node):
+            return True
+        if classes:
+            return names_cuda(last) and not names_other_device(last)
+        return last.isupper() and (names_cuda(last) or "gpu" in words(last))
 
     def _comparison_polarity(self, test: cst.Comparison) -> int:
         target = test.comparisons[0]
         operator = target.operator
+        positive = isinstance(operator, (cst.Equal, cst.In, cst.Is))
+        negative = isinstance(operator, (cst.NotEqual, cst.NotIn, cst.IsNot))
         if (
             isinstance(target.comparator, cst.Name)
             and target.comparator.value == "None"
@@ -110,72 +223,400 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         ):  # `torch.version.hip is not None`: a ROCm (or CUDA) build
             return {cst.IsNot: 1, cst.Is: -1}.get(type(operator), 0)
         values = _string_values(target.comparator) or _string_values(test.left)
-        if not values or not all(v in CUDA_TYPES for v in values):
+        if values:
+            if not all(v in CUDA_DEVICE_TYPES for v in values):
+                return 0
+        elif not any(self._names_cuda_constant(side) for side in (test.left, target.comparator)):
             return 0
-        if isinstance(operator, (cst.Equal, cst.In, cst.Is)):
-            return 1
-        if isinstance(operator, (cst.NotEqual, cst.NotIn, cst.IsNot)):
-            return -1
-        return 0
+        return 1 if positive else -1 if negative else 0
+
+    def other_device(self, test: cst.BaseExpression, cpu: bool = True) -> bool:
+        """Whether ``test`` asks about a device other than CUDA (``is_xpu()``,
+        ``torch.xpu.is_available()``, ``device.type == "npu"``; with ``cpu``, the CPU too)."""
+        if isinstance(test, cst.UnaryOperation):
+            return self.other_device(test.expression, cpu)
+        if isinstance(test, cst.BooleanOperation):
+            return self.other_device(test.left, cpu) or self.other_device(test.right, cpu)
+        if isinstance(test, cst.Comparison):
+            values = [
+                v
+                for side in (test.left, *(c.comparator for c in test.comparisons))
+                for v in (_string_values(side) or [])
+            ]
+            devices = OTHER_DEVICES | ({"cpu"} if cpu else set())
+            return bool(values) and all(v in devices for v in values)
+        name = dotted_name(test.func if isinstance(test, cst.Call) else test)
+        if name is None:
+            return False
+        last = name.rsplit(".", 1)[-1]
+        if not (is_predicate(last) or last == "is_available"):
+            return False
+        found = words(name)
+        return any(w in OTHER_DEVICES for w in found) or (cpu and "cpu" in found)
 
     # --- Recording guarded code ------------------------------------------------------------
-    def visit_Module(self, node: cst.Module) -> None:
-        # Kept for the queries after the visit. The ignore: LibCST types all metadata as object.
-        self.parents: Mapping[cst.CSTNode, cst.CSTNode] = self.metadata[ParentProvider]  # type: ignore[assignment]
+    def _mark(self, node: cst.CSTNode, silence: Silence) -> None:
+        self.marked.setdefault(node, silence)
 
-    def _mark(self, node: cst.CSTNode) -> None:
-        self.marked.add(node)
+    def _guard(self, test: cst.BaseExpression, shown: cst.CSTNode, text: str) -> Silence:
+        return Silence("guard", text, shown, test)
 
-    def _mark_rest_of_block(self, statement: cst.CSTNode) -> None:
+    def _rest_of_block(self, statement: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
         block = self.get_metadata(ParentProvider, statement, None)
         body = getattr(block, "body", None)
         if not isinstance(body, (list, tuple)) or statement not in body:
+            return ()
+        return tuple(body[body.index(statement) + 1 :])
+
+    def _mark_rest_of_block(self, statement: cst.CSTNode, silence: Silence) -> None:
+        for later in self._rest_of_block(statement):
+            self._mark(later, silence)
+
+    def _infers(self, kind: str) -> bool:
+        return kind in self.inferences
+
+    def visit_Module(self, node: cst.Module) -> None:
+        # Kept for the queries after the visit. The ignore: LibCST types all metadata as object.
+        self.parents: Mapping[cst.CSTNode, cst.CSTNode] = self.metadata[ParentProvider]  # type: ignore[assignment]
+        self._bind_guard_names(node.body)
+        for statement in node.body:
+            if isinstance(statement, cst.FunctionDef):
+                self._autouse_skip(node, statement)
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    name = dotted_name(small.targets[0].target)
+                    if name == "pytestmark":
+                        self._mark_test_module(node, small.value, statement)
+                    elif name is not None:
+                        self.markers[name] = small.value
+        self._dispatch_siblings(node.body)
+
+    def _bind_guard_names(self, body: Sequence[cst.CSTNode]) -> None:
+        """Names a block assigns from a guard's test (``_is_cuda = is_cuda()``), bound before the
+        code below them is looked at (a module's or a class's, which functions read later)."""
+        for statement in body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    self._bind_guard_name(small)
+
+    def _bind_guard_name(self, small: cst.BaseSmallStatement) -> None:
+        if isinstance(small, cst.Assign):
+            targets, value = [t.target for t in small.targets], small.value
+        elif isinstance(small, cst.AnnAssign) and small.value is not None:
+            targets, value = [small.target], small.value
+        else:
             return
-        self.marked.update(body[body.index(statement) + 1 :])
-
-    def visit_If(self, node: cst.If) -> None:
-        polarity = self.polarity(node.test)
-        if polarity == 1:
-            self._mark(node.body)
-        elif polarity == -1:
-            if node.orelse is not None:
-                self._mark(node.orelse)
-            if block_ends_in(node.body, LEAVES_BLOCK):
-                self._mark_rest_of_block(node)
-
-    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
-        """`guard and expr`: ``expr`` runs only when the guard held (`not guard or expr` too)."""
-        polarity = self.polarity(node.left)
-        if (isinstance(node.operator, cst.And) and polarity == 1) or (
-            isinstance(node.operator, cst.Or) and polarity == -1
-        ):
-            self._mark(node.right)
-
-    def visit_IfExp(self, node: cst.IfExp) -> None:
-        polarity = self.polarity(node.test)
-        if polarity:
-            self._mark(node.body if polarity == 1 else node.orelse)
+        polarity = self.polarity(value)
+        version = self._asks_torch_version(value)
+        for target in targets:
+            name = dotted_name(target)
+            if name is None:
+                continue
+            # (`self.x`, bound in one method and tested in another: the module's scope.)
+            scope = self.guard_names[0] if name.startswith("self.") else self.guard_names[-1]
+            if polarity:
+                scope[name] = polarity
+                self.tests.setdefault(value, Test())  # a check held in a name
+                self.bound.setdefault(name, []).append(value)
+            else:
+                scope.pop(name, None)
+            if version:
+                self.version_names.add(name)
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         for statement in node.body:
-            if isinstance(statement, cst.Assert) and self.polarity(statement.test) == 1:
-                self._mark_rest_of_block(node)
+            if isinstance(statement, cst.Assert):
+                self.tests.setdefault(statement.test, Test(REQUIREMENT))
+                if self.polarity(statement.test) == 1:
+                    code = _code(statement.test)
+                    self._mark_rest_of_block(
+                        node, self._guard(statement.test, node, f"`assert {code}`")
+                    )
+            if len(self.guard_names) > 1:  # a function's own names (its module's are bound)
+                self._bind_guard_name(statement)
+            if self._infers("dispatch") and isinstance(statement, cst.Assign):
+                for target in statement.targets:
+                    self._table_entry(target.target, statement.value)
 
-    # --- Functions and their callers ------------------------------------------------------
+    def visit_If(self, node: cst.If) -> None:
+        test = node.test
+        polarity = self.polarity(test)
+        code = _code(test)
+        exits = block_ends_in(node.body, LEAVES_BLOCK, EXIT_CALLS)
+        raises = block_ends_in(node.body, (cst.Raise,), frozenset({"pytest.skip", "self.skipTest"}))
+        role = self.tests.setdefault(test, Test())
+        if polarity == -1 and raises:
+            role.role = REQUIREMENT
+        if polarity and (node.orelse is not None or exits) and _asks_tensor_is_cuda(test):
+            other = (node.orelse,) if node.orelse is not None else self._rest_of_block(node)
+            role.tensor_paths = (node.body, *other)
+        if polarity == 1:
+            self._mark(node.body, self._guard(test, node, f"`if {code}:`"))
+        elif polarity == -1:
+            silence = self._guard(test, node, f"`if {code}:`")
+            if node.orelse is not None:
+                self._mark(node.orelse, silence)
+            if exits:
+                self._mark_rest_of_block(node, silence)
+        parent = self.get_metadata(ParentProvider, node, None)
+        if not (isinstance(parent, cst.If) and parent.orelse is node):
+            self._dispatch_chain(node)
+        if self._infers("fallbacks") and self._asks_torch_version(test):
+            self._fallback_arms(node.body, node.orelse, node, code)
+
+    def _dispatch_chain(self, head: cst.If) -> None:
+        """``if is_xpu(): ... elif is_npu(): ... else: ...``: every test of a chain that asks
+        about other devices is a dispatch; its ``else``, where no arm asks for CUDA, is the CUDA
+        arm."""
+        arms: list[cst.If] = [head]
+        while isinstance(arms[-1].orelse, cst.If):
+            arms.append(arms[-1].orelse)
+        others = [arm for arm in arms if self.other_device(arm.test)]
+        if not others or not self._infers("dispatch"):
+            return
+        for arm in arms:
+            self.tests.setdefault(arm.test, Test()).role = DISPATCH
+        last = arms[-1].orelse
+        accelerators = [arm for arm in others if self.other_device(arm.test, cpu=False)]
+        if (
+            isinstance(last, cst.Else)
+            and accelerators
+            and not any(self.polarity(arm.test) == 1 for arm in arms)
+        ):
+            first = _code(accelerators[0].test)
+            why = f"the `else` of a dispatch over devices (`if {first}:` ...), with no CUDA arm"
+            self._mark(last, Silence("dispatch", why, accelerators[0]))
+
+    def _dispatch_siblings(self, body: Sequence[cst.CSTNode]) -> None:
+        """Sibling ``if`` statements, one per device (``if torch.cuda.is_available(): ...`` then
+        ``if is_torch_npu_available(): ...``): the CUDA one is a dispatch too."""
+        ifs = [s for s in body if isinstance(s, cst.If)]
+        if (
+            len(ifs) > 1
+            and self._infers("dispatch")
+            and any(self.other_device(s.test) for s in ifs)
+        ):
+            for statement in ifs:
+                if self.polarity(statement.test):
+                    self.tests.setdefault(statement.test, Test()).role = DISPATCH
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._dispatch_siblings(node.body)
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        """`guard and expr`: ``expr`` runs only when the guard held (`not guard or expr` too);
+        `<portable accelerator query> or <CUDA>`: the CUDA side is the fallback."""
+        polarity = self.polarity(node.left)
+        self.tests.setdefault(node.left, Test())
+        if (isinstance(node.operator, cst.And) and polarity == 1) or (
+            isinstance(node.operator, cst.Or) and polarity == -1
+        ):
+            operator = "and" if isinstance(node.operator, cst.And) else "or"
+            why = f"`{_code(node.left)} {operator} ...`"
+            self._mark(node.right, self._guard(node.left, node, why))
+        elif (
+            isinstance(node.operator, cst.Or)
+            and self._infers("fallbacks")
+            and "accelerator" in words(_code(node.left))
+        ):
+            why = f"the fallback of `{_code(node.left)} or ...`"
+            self._mark(node.right, Silence("fallbacks", why, node))
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        polarity = self.polarity(node.test)
+        role = self.tests.setdefault(node.test, Test())
+        if polarity and _asks_tensor_is_cuda(node.test):
+            role.tensor_paths = (node.body, node.orelse)
+        if polarity:
+            silence = self._guard(node.test, node, f"`... if {_code(node.test)} else ...`")
+            self._mark(node.body if polarity == 1 else node.orelse, silence)
+        elif self._infers("fallbacks") and self._asks_torch_version(node.test):
+            self._fallback_arms(node.body, node.orelse, node, _code(node.test))
+
+    def _asks_torch_version(self, test: cst.BaseExpression) -> bool:
+        """A test of the torch release (or of a torch attribute's presence) that names no CUDA:
+        ``is_torch_greater_or_equal("2.7")``, ``hasattr(torch, "accelerator")``."""
+        if dotted_name(test) in self.version_names:
+            return True
+        found = words(_code(test))
+        if names_cuda(_code(test)) or "torch" not in found:
+            return False
+        return bool(VERSION_WORDS & set(found)) or "hasattr" in found
+
+    def _fallback_arms(
+        self, body: cst.CSTNode, orelse: cst.CSTNode | None, shown: cst.CSTNode, code: str
+    ) -> None:
+        """Of two arms of a torch-version test, the one that uses CUDA where the other does not
+        is the fallback for the other torch."""
+        if orelse is None:
+            return
+        uses = {arm: "cuda" in _CODE.code_for_node(arm) for arm in (body, orelse)}
+        for arm, cuda in uses.items():
+            if cuda and not any(other for a, other in uses.items() if a is not arm):
+                why = f"the arm for another torch release of `{code}`"
+                self._mark(arm, Silence("fallbacks", why, shown))
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        """``{"cuda": torch.cuda.synchronize, "xpu": ..., "cpu": ...}``: a table keyed by device
+        type; its CUDA entries are used on CUDA only."""
+        if not self._infers("dispatch"):
+            return
+        keyed = [
+            (element, _string_values(element.key)) for element in node.elements
+            if isinstance(element, cst.DictElement)
+        ]  # fmt: skip
+        keys = {k for _, ks in keyed for k in ks or ()}
+        if keys & CUDA_DEVICE_TYPES and keys & DEVICE_KEYS:
+            for element, key in keyed:
+                if key and set(key) <= CUDA_DEVICE_TYPES:
+                    why = "the CUDA entry of a table keyed by device type"
+                    self._mark(element.value, Silence("dispatch", why, node))
+
+    def _table_entry(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """``TABLE["cuda"] = torch.cuda.synchronize``: an entry of a table keyed by device type."""
+        if isinstance(target, cst.Subscript) and len(target.slice) == 1:
+            index = target.slice[0].slice
+            key = _string_values(index.value) if isinstance(index, cst.Index) else None
+            if key and set(key) <= CUDA_DEVICE_TYPES:
+                why = "the CUDA entry of a table keyed by device type"
+                self._mark(value, Silence("dispatch", why, target))
+
+    # --- Names and tests ----------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.append(node.name.value)
+        name = node.name.value
+        if self._infers("names"):
+            if names_cuda(name):
+                self._mark(
+                    node.body, Silence("names", f"class `{name}` is named for CUDA or ROCm", node)
+                )
+            elif not names_other_device(name):
+                for base in node.bases:
+                    base_name = (dotted_name(base.value) or "").rsplit(".", 1)[-1]
+                    if base_name and names_cuda(base_name):
+                        why = f"class `{name}` derives from `{base_name}`, named for CUDA or ROCm"
+                        self._mark(node.body, Silence("names", why, node))
+        self._test_decorators(node)
+        self.guard_names.append({})
+        self._bind_guard_names(node.body.body)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.classes.pop()
+        self.guard_names.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         owner = self.classes[-1] if self.classes else None
         self.functions[definition_key(node.name.value, owner)] = node
+        name = node.name.value
+        if self._infers("names") and names_cuda(name):
+            if is_predicate(name):  # `is_cuda_available()`: its body is the check, not CUDA code
+                self.predicates.append(node)
+            else:
+                why = f"function `{name}` is named for CUDA or ROCm"
+                self._mark(node.body, Silence("names", why, node))
+        self._test_decorators(node)
+        self.guard_names.append({})
+        self.function_stack.append(node)
 
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.guard_names.pop()
+        self.function_stack.pop()
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if (
+            node.value is not None
+            and self.function_stack
+            and self.function_stack[-1] in self.predicates
+        ):
+            self.tests.setdefault(node.value, Test()).role = ANSWER
+
+    def _test_decorators(self, node: cst.FunctionDef | cst.ClassDef) -> None:
+        if not self._infers("tests"):
+            return
+        for decorator in node.decorators:
+            why = self._cuda_only_marker(decorator.decorator)
+            if why:
+                self._mark(node.body, Silence("tests", why, decorator))
+
+    def _cuda_only_marker(self, marker: cst.BaseExpression, depth: int = 0) -> str | None:
+        """What says a test marker runs its test only on CUDA: a skip whose condition is a CUDA
+        guard, a name a module assigns such a skip to, or a ``require_cuda``-like decorator."""
+        callee = marker.func if isinstance(marker, cst.Call) else marker
+        dotted = dotted_name(callee)
+        if dotted is None:
+            return None
+        last = dotted.rsplit(".", 1)[-1]
+        if isinstance(marker, cst.Call) and last in SKIP_IF | SKIP_UNLESS:
+            condition = argument(marker, "condition", 0)
+            if condition is None:
+                return None
+            self.tests.setdefault(condition.value, Test()).role = REQUIREMENT
+            wanted = -1 if last in SKIP_IF else 1
+            if self.polarity(condition.value) == wanted:
+                return f"the test is skipped unless CUDA: `{_code(marker)}`"
+            return None
+        if dotted in self.markers and depth == 0:
+            assigned = self._cuda_only_marker(self.markers[dotted], depth + 1)
+            if assigned:
+                return f"`{dotted}` is {assigned[0].lower()}{assigned[1:]}"
+        if requires_cuda(dotted):
+            return f"the test requires CUDA: `@{_code(marker)}`"
+        return None
+
+    def _mark_test_module(
+        self, module: cst.Module, value: cst.BaseExpression, statement: cst.CSTNode
+    ) -> None:
+        """``pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)`` (or a list of
+        markers): every test of the module runs only on CUDA."""
+        if not self._infers("tests"):
+            return
+        markers = (
+            [e.value for e in value.elements]
+            if isinstance(value, (cst.List, cst.Tuple))
+            else [value]
+        )
+        for marker in markers:
+            why = self._cuda_only_marker(marker)
+            if why:
+                self._mark(module, Silence("tests", f"`pytestmark`: {why}", statement))
+                return
+
+    def _autouse_skip(self, module: cst.Module, function: cst.FunctionDef) -> None:
+        """An autouse fixture that skips every test off CUDA (``if not torch.cuda.is_available():
+        pytest.skip(...)``)."""
+        autouse = any(
+            isinstance(d.decorator, cst.Call)
+            and (dotted_name(d.decorator.func) or "").endswith("fixture")
+            and any(
+                a.keyword is not None and a.keyword.value == "autouse" and _code(a.value) == "True"
+                for a in d.decorator.args
+            )
+            for d in function.decorators
+        )
+        if not (autouse and self._infers("tests")):
+            return
+        for statement in function.body.body:
+            if (
+                isinstance(statement, cst.If)
+                and self.polarity(statement.test) == -1
+                and block_ends_in(statement.body, (cst.Raise,), EXIT_CALLS)
+            ):
+                why = f"an autouse fixture skips every test unless CUDA: `if {_code(statement.test)}:`"
+                self._mark(module, Silence("tests", why, statement))
+
+    # --- Functions and their callers ------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         callee = dotted_name(node.func)
         if callee is not None:
             self.calls.append((call_key(callee, self.classes[-1] if self.classes else None), node))
+        if callee == "hasattr" and node.args and self._infers("checks"):
+            why = f"a probe of what the module has: `{_code(node)}`"
+            self._mark(node.args[0].value, Silence("checks", why, node))
+        elif callee == "getattr" and len(node.args) == 3 and self._infers("fallbacks"):
+            why = f"the default of `{_code(node)}`, for a device torch has no module for"
+            self._mark(node.args[2].value, Silence("fallbacks", why, node))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for callee, call in self.calls:
@@ -183,21 +624,24 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
                 self.callers.setdefault(self.functions[callee], []).append(call)
 
     # --- Queries --------------------------------------------------------------------------
-    def _within(self, node: cst.CSTNode | None, functions: set[cst.FunctionDef]) -> bool:
-        """Whether ``node`` is under a marked node, or in the body of one of ``functions``
-        (its decorators run where it is defined, not where it is called)."""
+    def _within(self, node: cst.CSTNode | None, functions: set[cst.FunctionDef]) -> Silence | None:
+        """The reason ``node`` runs only on CUDA: the innermost marked node it is under, or one of
+        ``functions`` whose body holds it (its decorators run where it is defined, not where it
+        is called)."""
         child = None
         while node is not None:
-            if node in self.marked:
-                return True
+            silence = self.marked.get(node)
+            if silence is not None:
+                return silence
             if (
                 node in functions
                 and isinstance(node, cst.FunctionDef)
                 and not (child is not None and child in node.decorators)
             ):
-                return True
+                why = f"every call of `{node.name.value}` in the module runs only on CUDA"
+                return Silence("guard", why, node)
             child, node = node, self.parents.get(node)
-        return False
+        return None
 
     def guarded_functions(self) -> set[cst.FunctionDef]:
         """Functions all of whose (one or more) callers in the module are guarded, to a fixpoint."""
@@ -216,6 +660,62 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             self._guarded_functions = guarded
         return self._guarded_functions
 
-    def is_guarded(self, node: cst.CSTNode) -> bool:
-        """Whether ``node`` runs only on CUDA."""
+    def is_guarded(self, node: cst.CSTNode) -> Silence | None:
+        """Why ``node`` runs only on CUDA, if it does."""
         return self._within(node, self.guarded_functions())
+
+    def tests_of(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """The guard tests ``node`` is part of, innermost first (up to its statement)."""
+        found = []
+        current: cst.CSTNode | None = node
+        while current is not None and not isinstance(current, cst.BaseStatement):
+            if current in self.tests:
+                found.append(current)
+            current = self.parents.get(current)
+        return found
+
+    def _under(self, node: cst.CSTNode, ancestors: tuple[cst.CSTNode, ...]) -> bool:
+        current: cst.CSTNode | None = node
+        while current is not None:
+            if current in ancestors:
+                return True
+            current = self.parents.get(current)
+        return False
+
+    def check(
+        self, node: cst.CSTNode, cuda_tests: set[cst.CSTNode], device_picks: list[cst.CSTNode]
+    ) -> Silence | None:
+        """Why a finding at ``node`` is the check that confines CUDA code rather than a use of
+        CUDA, if it is: it is in the test of a guard that states a requirement or dispatches over
+        devices, or one of ``cuda_tests`` (tests whose guarded code holds CUDA-only APIs), or it
+        chooses a kernel by a tensor's device with another path for other tensors, and neither
+        path holds one of ``device_picks`` (a device picked by name). A check whose guarded
+        code only picks a device (`"cuda" if torch.cuda.is_available() else "cpu"`) is a finding:
+        on another accelerator that code silently runs on the CPU."""
+        if "checks" not in self.inferences:
+            return None
+        for test in self.tests_of(node):
+            silence = self._check(test, cuda_tests, device_picks)
+            if silence is not None:
+                return silence
+        return None
+
+    def _check(
+        self, test: cst.CSTNode, cuda_tests: set[cst.CSTNode], device_picks: list[cst.CSTNode]
+    ) -> Silence | None:
+        role = self.tests[test]
+        if role.role is not None:
+            return Silence("checks", f"{role.role}: `{_code(test)}`", test)
+        held = {
+            value
+            for tested in cuda_tests
+            for value in self.bound.get(dotted_name(tested) or "", [])  # type: ignore[arg-type]
+        }
+        if test in cuda_tests or test in held:
+            why = f"the check that confines CUDA-only code: `{_code(test)}`"
+            return Silence("checks", why, test)
+        paths = role.tensor_paths
+        if paths and not any(self._under(pick, paths) for pick in device_picks):
+            why = f"a choice of kernel by the tensor's device, with another path: `{_code(test)}`"
+            return Silence("checks", why, test)
+        return None

@@ -54,11 +54,23 @@ LEAVES_FUNCTION = (cst.Return, cst.Raise)
 LEAVES_BLOCK = (*LEAVES_FUNCTION, cst.Continue, cst.Break)
 
 
-def block_ends_in(block: cst.BaseSuite, kinds: tuple[type[cst.CSTNode], ...]) -> bool:
-    """Whether the last statement of ``block`` is one of ``kinds`` (``LEAVES_BLOCK``...)."""
+# Calls that never return: they raise (a test's skip) or end the process.
+EXIT_CALLS = frozenset({
+    "pytest.skip", "pytest.fail", "pytest.exit", "self.skipTest", "sys.exit", "os._exit", "exit",
+    "quit",
+})  # fmt: skip
+
+
+def block_ends_in(
+    block: cst.BaseSuite, kinds: tuple[type[cst.CSTNode], ...], calls: frozenset[str] = frozenset()
+) -> bool:
+    """Whether the last statement of ``block`` is one of ``kinds`` (``LEAVES_BLOCK``...), or a
+    call of one of ``calls`` (``EXIT_CALLS``)."""
     last: cst.CSTNode | None = block.body[-1] if block.body else None
     if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
         last = last.body[-1]
+    if isinstance(last, cst.Expr) and isinstance(last.value, cst.Call):
+        return dotted_name(last.value.func) in calls
     return isinstance(last, kinds)
 
 

@@ -3,6 +3,7 @@ import libcst as cst
 from portlint.analysis.device_scope import device_in_scope
 from portlint.analysis.names import (
     argument,
+    dotted_name,
     is_cuda_device_literal,
     keyword,
     method_name,
@@ -14,9 +15,16 @@ from portlint.analysis.scopes import NameProvider
 from portlint.evidence import CUDA_DEVICE_ARGUMENT
 from portlint.findings import UNSAFE
 from portlint.fix import Rewrite
+from portlint.platform import words
 from portlint.rule import Invalid, Rule
 
 TORCH_DEVICE = ("torch.device",)
+# Calls whose first parameter is a device type or a device: `torch.autocast("cuda")`.
+DEVICE_TYPE_FIRST = (
+    "torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast",
+    "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.Generator",
+    "torch.get_device_module",
+)  # fmt: skip
 
 
 class HardcodedCudaDevice(Rule):
@@ -87,6 +95,8 @@ class HardcodedCudaDevice(Rule):
         "x.to(torch.float16)\n",
         "import torch\nx = torch.device('cudagraph')\n",
         "x = f(device='cuda_graph')\n",
+        "def load(path, device='cpu', backend='cuda'):\n    pass\n",
+        "import torch\nwith torch.autocast(device.type):\n    pass\n",
     ]
     INVALID = [
         Invalid(
@@ -127,6 +137,12 @@ class HardcodedCudaDevice(Rule):
         Invalid("y = make(device=f'cuda:{rank}')\n", 1, 17),
         Invalid("y = x.to('cuda')\n", 1, 10),
         Invalid("y = x.to('cuda:1', non_blocking=True)\n", 1, 10),
+        # The device type given by name, and a device parameter that defaults to CUDA (latent).
+        Invalid("import torch\nwith torch.autocast('cuda'):\n    pass\n", 2, 21),
+        Invalid("import torch\nwith torch.amp.autocast(device_type='cuda'):\n    pass\n", 2, 37),
+        Invalid("import torch\ng = torch.Generator('cuda')\n", 2, 21),
+        Invalid("def load(path, device='cuda'):\n    pass\n", 1, 23),
+        Invalid("def load(path, map_device: str = 'cuda:0'):\n    pass\n", 1, 34),
     ]
 
     def _fix(self, hardcoded: cst.CSTNode):
@@ -161,3 +177,27 @@ class HardcodedCudaDevice(Rule):
                     "`.to()` hardcodes CUDA; move to the device in use instead",
                     fix=self._fix(target.value),
                 )
+        device_type = keyword(node, "device_type")
+        if not device_type and resolves_to(self, node.func, DEVICE_TYPE_FIRST):
+            device_type = positional(node, 0)
+        if device_type and is_cuda_device_literal(device_type.value):
+            callee = dotted_name(node.func) or "the call"
+            self.report(
+                device_type.value,
+                f"`{callee}` is given the CUDA device type by name; pass the type of the device "
+                "in use (`device.type`)",
+            )
+
+    def visit_Param(self, node: cst.Param) -> None:
+        default = node.default
+        if (
+            default is not None
+            and "device" in words(node.name.value)
+            and is_cuda_device_literal(default)
+        ):
+            self.report(
+                default,
+                f"parameter `{node.name.value}` defaults to CUDA: every caller that leaves it out "
+                "runs on CUDA; default to None and take the device in use",
+                confidence="likely",
+            )

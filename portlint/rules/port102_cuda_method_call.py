@@ -8,6 +8,9 @@ from portlint.findings import UNSAFE
 from portlint.fix import Rewrite
 from portlint.rule import Invalid, Rule
 
+# The keywords `Tensor.cuda` and `Module.cuda` take.
+TENSOR_CUDA_KEYWORDS = frozenset({"device", "non_blocking", "memory_format"})
+
 
 class CudaMethodCall(Rule):
     """`.cuda()` call on a tensor or module.
@@ -52,6 +55,9 @@ class CudaMethodCall(Rule):
     METADATA_DEPENDENCIES = (*Rule.METADATA_DEPENDENCIES, NameProvider, ParentProvider)
 
     VALID = [
+        # Not torch's `.cuda()`: a keyword it does not take, a class's own method.
+        "req = Requirement.cuda(min_sm=(9, 0))\n",
+        "class Capability:\n    @classmethod\n    def cuda(cls):\n        return cls()\ncap = Capability.cuda()\n",
         # Behind a platform guard: silenced.
         "import torch\ndef f(x):\n    if torch.cuda.is_available():\n        return x.cuda()\n    return x\n",
         "y = x.to(device)\n",
@@ -87,6 +93,12 @@ class CudaMethodCall(Rule):
         assert isinstance(node.func, cst.Attribute)
         if "torch" in qualified_names(self, node.func.value):
             return  # `torch.cuda` is a module, not a method call
+        if any(
+            a.keyword is not None and a.keyword.value not in TENSOR_CUDA_KEYWORDS for a in node.args
+        ):
+            return  # not torch's `.cuda()`: a project's own API (`Requirement.cuda(min_sm=...)`)
+        if self._is_class(node.func.value):
+            return  # a classmethod (`Capability.cuda()`), not a tensor or module moved
         expression = device_in_scope(self, node)
         keywords = [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
         moved = node.with_changes(
@@ -102,3 +114,13 @@ class CudaMethodCall(Rule):
             start=node.func.attr,
             fix=self.build_fix(rewrite, UNSAFE, f"Use `.to({expression})`"),
         )
+
+    def _is_class(self, receiver: cst.BaseExpression) -> bool:
+        """Whether ``receiver`` names a class (by the convention that classes, and only they, are
+        CamelCase): a class's `.cuda()` is a method of its own."""
+        if not isinstance(receiver, (cst.Name, cst.Attribute)):
+            return False
+        last = receiver.value if isinstance(receiver, cst.Name) else receiver.attr.value
+        return last[:1].isupper() and not last.isupper() and any(
+            c.islower() for c in last
+        )  # fmt: skip

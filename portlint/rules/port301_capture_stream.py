@@ -14,6 +14,7 @@ from portlint.analysis.names import (
     block_ends_in,
     dotted_name,
     imported_names,
+    method_name,
     qualified_names,
 )
 from portlint.analysis.parents import ParentProvider
@@ -27,6 +28,10 @@ from portlint.fix import Rewrite
 from portlint.rule import Invalid, Rule
 
 Position = tuple[int, int]
+# Methods of streams and events: they order work, they run none.
+STREAM_METHODS = frozenset(
+    {"wait_stream", "wait_event", "record_event", "record", "synchronize", "query", "record_stream"}
+)
 
 
 @dataclass(frozen=True)
@@ -141,6 +146,17 @@ class CaptureStreamNotWarmed(Rule):
     )
 
     VALID = [
+        # PyTorch's documented pattern: warm up under `with torch.cuda.stream(s):`, capture on
+        # `s`; fetching the current stream and `wait_stream` before the capture warm nothing up.
+        "import torch\ndef f(m, x):\n    s = torch.cuda.Stream()\n"
+        "    s.wait_stream(torch.cuda.current_stream())\n    with torch.cuda.stream(s):\n"
+        "        m(x)\n    torch.cuda.current_stream().wait_stream(s)\n"
+        "    g = torch.cuda.CUDAGraph()\n    with torch.cuda.graph(g, stream=s):\n"
+        "        m(x)\n        torch.cuda.current_stream()\n",
+        # A copy made outside the stream context too: the model was warmed on `s`.
+        "import torch\ndef f(m, x, buf):\n    s = torch.cuda.Stream()\n    with torch.cuda.stream(s):\n"
+        "        buf.copy_(x)\n        m(buf)\n    buf.copy_(x)\n    g = torch.cuda.CUDAGraph()\n"
+        "    with torch.cuda.graph(g, stream=s):\n        buf.copy_(x)\n        m(buf)\n",
         # vLLM 0.33's fixed form: the stream is fetched once, before the warm-up.
         "import torch\nfrom vllm.utils.torch_utils import current_stream\n"
         "def f(m, x):\n    s = current_stream()\n    for _ in range(3):\n        m(x)\n"
@@ -292,6 +308,8 @@ class CaptureStreamNotWarmed(Rule):
             callee
             and id(node) not in self.receivers
             and not qualified_names(self, node.func) & NOT_WARMUPS
+            and self._source(node) is None  # fetching or making a stream runs no kernel
+            and method_name(node) not in STREAM_METHODS
         ):
             exits = frozenset(block for block, exits in self.frame.blocks if exits)
             # The ignore: LibCST types all metadata as object.
@@ -437,6 +455,8 @@ class CaptureStreamNotWarmed(Rule):
         return self.build_fix(rewrite, UNSAFE, f"Warm up and capture on `{name}`")
 
     def _stream_problem(self, frame: Frame, key: str, warmups: list[CallSite]) -> str | None:
+        if any(warmup.stream == key for warmup in warmups):
+            return None  # warmed up under `with torch.cuda.stream(key):`: the state is there
         bindings = frame.bindings.get(key, [])
         for warmup in warmups:
             line = warmup.start[0]

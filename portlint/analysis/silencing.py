@@ -1,0 +1,93 @@
+"""Which device findings the code's own account of its platform silences, and why.
+
+A finding of a device rule (``guardable``) is silent where the code runs only on CUDA: in a
+module that says so as a whole (:func:`portlint.platform.module_platform`), in a region the
+guard analysis marked (:class:`~portlint.analysis.guards.GuardAnalysis`), or where it is the
+check that confines CUDA code rather than a use of it (:meth:`GuardAnalysis.check`, decided
+once the regions are known: a check counts when the code it guards holds CUDA-only APIs). A
+``PORT101`` string inside a call already reported as a CUDA-only API is the same finding twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import libcst as cst
+
+from portlint.analysis.guards import GuardAnalysis, Silence
+from portlint.rule import Report
+
+# The CUDA-only API family: what makes the code a guard confines CUDA-only.
+CUDA_API_PREFIX = "PORT4"
+DEVICE_STRING = "PORT101"
+DEVICE_RULES = "PORT1"  # a device picked by name: a string, `.cuda()`
+
+
+def silence(
+    reports: list[Report],
+    guards: GuardAnalysis,
+    guardable: set[str],
+    module: Silence | None,
+) -> tuple[list[Report], list[tuple[Report, Silence]]]:
+    """``reports`` split into those that stand and those silenced, each with its reason."""
+    kept: list[Report] = []
+    silenced: list[tuple[Report, Silence]] = []
+    for report in reports:
+        reason = None
+        if report.code in guardable:
+            reason = module or guards.is_guarded(report.start)
+        if reason is None:
+            kept.append(report)
+        else:
+            silenced.append((report, reason))
+    cuda_tests = {
+        reason.test
+        for report, reason in silenced
+        if report.code.startswith(CUDA_API_PREFIX) and reason.test is not None
+    }
+    device_picks = [r.node for r in reports if r.code.startswith(DEVICE_RULES)]
+    standing: list[Report] = []
+    for report in kept:
+        # (A check is a query of CUDA's API; a device string or `.cuda()` is never one.)
+        is_check = report.code in guardable and report.code.startswith(CUDA_API_PREFIX)
+        reason = guards.check(report.node, cuda_tests, device_picks) if is_check else None
+        if reason is None:
+            standing.append(report)
+        else:
+            silenced.append((report, reason))
+    return _without_duplicates(standing, silenced, guards.parents)
+
+
+def _without_duplicates(
+    standing: list[Report],
+    silenced: list[tuple[Report, Silence]],
+    parents: Mapping[cst.CSTNode, cst.CSTNode],
+) -> tuple[list[Report], list[tuple[Report, Silence]]]:
+    """One call, one finding: a ``"cuda"`` string (PORT101) given to a call of a CUDA-only API that
+    is reported itself (``torch.cuda.set_device("cuda:1")``) is that finding again."""
+    apis = {
+        id(report.node): report
+        for report in [*standing, *(r for r, _ in silenced)]
+        if report.code.startswith(CUDA_API_PREFIX)
+    }
+    kept = []
+    for report in standing:
+        calls = _calls_given(report.node, parents)[:2] if report.code == DEVICE_STRING else []
+        api = next((apis[id(c.func)] for c in calls if id(c.func) in apis), None)
+        if api is None:
+            kept.append(report)
+        else:
+            why = f"the call is reported as {api.code} already"
+            silenced.append((report, Silence("duplicate", why, report.node)))
+    return kept, silenced
+
+
+def _calls_given(node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> list[cst.Call]:
+    """The calls that ``node`` is (part of) an argument of, innermost first, in its statement."""
+    calls: list[cst.Call] = []
+    child, current = node, parents.get(node)
+    while current is not None and not isinstance(current, cst.BaseStatement):
+        if isinstance(current, cst.Call) and isinstance(child, cst.Arg):
+            calls.append(current)
+        child, current = current, parents.get(current)
+    return calls

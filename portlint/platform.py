@@ -1,0 +1,169 @@
+"""What a module, a name or a test says about the platform it runs on, read without LibCST.
+
+The guard analysis (:mod:`portlint.analysis.guards`) asks these questions of the code it walks;
+the engine asks :func:`module_platform` of a whole file before parsing it, so that a module that
+runs only on CUDA is not analysed for the device rules at all. The vocabulary (libraries, words)
+is in :mod:`portlint.facts`.
+
+Each inference has a kind, which the configuration can switch off (``platform-inferences``) and
+``--show-silenced`` names:
+
+- ``imports``: the module imports a library that exists only for NVIDIA or AMD GPUs;
+- ``names``: a module, folder, class or function named for CUDA or ROCm;
+- ``tests``: a test skipped unless CUDA (a skip marker, a ``require_cuda``-like decorator);
+- ``dispatch``: a dispatch over devices (``if is_xpu(): ... else:``, a table keyed by device type);
+- ``checks``: the flagged call is the check that confines code to CUDA, not a use of it;
+- ``fallbacks``: a CUDA call kept only for an older torch, or behind a portable first choice.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import itertools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from portlint.facts import CUDA_ARCHITECTURE, CUDA_WORDS, OTHER_DEVICES
+
+INFERENCES = ("imports", "names", "tests", "dispatch", "checks", "fallbacks")
+
+# A name's words: `forward_cuda` -> forward, cuda; `CUDAOpBuilder` -> cuda, op, builder;
+# `fmha_sm100` -> fmha, sm100 (an architecture keeps its digits).
+_SPLIT = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_ARCHITECTURE = re.compile(CUDA_ARCHITECTURE)
+PREDICATE_FIRST = frozenset({"is", "has", "use", "uses", "using", "on", "supports", "can"})
+PREDICATE_LAST = frozenset({"available", "enabled", "supported", "alike"})
+
+
+@functools.lru_cache(maxsize=4096)
+def words(name: str) -> tuple[str, ...]:
+    """The lower-case words of an identifier or a file name (``_``, ``-``, ``.``, case changes and
+    digits separate them; ``sm100`` and ``gfx942`` stay whole)."""
+    found: list[str] = []
+    for part in re.split(r"[^A-Za-z0-9]+", name):
+        for piece in re.finditer(rf"{CUDA_ARCHITECTURE}|[A-Za-z0-9]+", part, re.IGNORECASE):
+            text = piece.group(0)
+            if _ARCHITECTURE.fullmatch(text.lower()):
+                found.append(text.lower())
+            else:
+                found += [w.lower() for w in _SPLIT.findall(text)]
+    return tuple(found)
+
+
+def _joined(found: tuple[str, ...]) -> Iterable[str]:
+    """The words, and each pair of neighbours written as one (`deep_gemm` -> deepgemm)."""
+    yield from found
+    for a, b in itertools.pairwise(found):
+        yield a + b
+
+
+def names_cuda(name: str) -> bool:
+    """Whether ``name`` names CUDA or ROCm (a word of :data:`CUDA_WORDS`, or a GPU architecture),
+    but for a CUDA graph (``cuda_graph``, ``CudaGraphRunner``)."""
+    found = words(name)
+    for index, word in enumerate(found):
+        if word == "cuda" and found[index + 1 : index + 2] in (("graph",), ("graphs",)):
+            continue
+        if word in CUDA_WORDS or _ARCHITECTURE.fullmatch(word):
+            return True
+        if word.startswith("py") and word[2:] in CUDA_WORDS:  # pynccl, pynvml, pycuda
+            return True
+    return any(pair in CUDA_WORDS for pair in list(_joined(found))[len(found) :])
+
+
+def names_other_device(name: str) -> bool:
+    """Whether ``name`` names a device other than CUDA and ROCm (``is_xpu``, ``NPUGraphRunner``)."""
+    return any(word in OTHER_DEVICES for word in words(name))
+
+
+def is_predicate(name: str) -> bool:
+    """Whether ``name`` reads as a yes-or-no question (``is_cuda``, ``cuda_available``,
+    ``pt_cuda_available``, ``use_hip``)."""
+    found = words(name)
+    return bool(found) and (
+        found[0] in PREDICATE_FIRST or found[-1] in PREDICATE_LAST or "is" in found[1:]
+    )
+
+
+# A decorator that runs a test only where a CUDA GPU is: `require_cuda`, `requires_gpu`,
+# `require_torch_multi_gpu`, `skip_if_no_cuda`, `skipUnlessCuda`. ("gpu" counts here: such a
+# decorator has a portable `*_accelerator` sibling where a project also runs on other GPUs.)
+_REQUIRES = re.compile(r"(?:requires?|needs?|only|skip_?if_?no|skip_?unless|skip_?without)_?", re.I)
+
+
+def requires_cuda(decorator: str) -> bool:
+    """Whether a decorator's name (its last part) says the test needs CUDA."""
+    last = decorator.rsplit(".", 1)[-1]
+    match = _REQUIRES.match(last)
+    rest = last[match.end() :] if match else ""
+    return bool(match) and (names_cuda(rest) or "gpu" in words(rest))
+
+
+@dataclass(frozen=True)
+class ModulePlatform:
+    """Why a whole module runs only on CUDA: the kind of inference, and what says so."""
+
+    kind: str
+    why: str
+    line: int  # where it says so; 0: its path
+
+
+def module_platform(
+    path: str,
+    root: str,
+    tree: ast.Module | None,
+    libraries: Iterable[str],
+    inferences: frozenset[str],
+) -> ModulePlatform | None:
+    """Whether the module at ``path`` (relative to ``root``, the project's folder) runs only on
+    CUDA: it imports one of ``libraries`` unconditionally at its top level (``imports``), or its
+    file or a folder below the project's root is named for CUDA or ROCm (``names``)."""
+    if "imports" in inferences and tree is not None:
+        found = top_level_import_of(tree, tuple(libraries))
+        if found:
+            module, line = found
+            return ModulePlatform(
+                "imports",
+                f"the module imports `{module}`, which exists only for NVIDIA or AMD GPUs",
+                line,
+            )
+    if "names" in inferences:
+        for part in _parts_below(path, root):
+            if names_cuda(part):
+                return ModulePlatform("names", f"`{part}` is named for CUDA or ROCm", 0)
+    return None
+
+
+def _parts_below(path: str, root: str) -> list[str]:
+    """The folders and file name (without suffix) of ``path`` below ``root``: a user's own folder
+    names (`/home/amd/...`) say nothing of the code."""
+    pure = PurePath(path)
+    try:
+        relative = pure.relative_to(root) if pure.is_absolute() else pure
+    except ValueError:
+        relative = PurePath(pure.name)
+    parts = list(relative.parts)
+    if parts:
+        parts[-1] = PurePath(parts[-1]).stem
+    return [p for p in parts if p not in ("..", ".")]
+
+
+def top_level_import_of(tree: ast.Module, libraries: tuple[str, ...]) -> tuple[str, int] | None:
+    """The first module-level import (not in a ``try``, an ``if`` or a function) of one of
+    ``libraries`` (``cutlass`` matches ``import cutlass.cute``, ``from cuda import bindings``
+    matches ``cuda.bindings``), with its line."""
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            imported = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imported = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for name in imported:
+            for library in libraries:
+                if name == library or name.startswith(f"{library}."):
+                    return library, node.lineno
+    return None
