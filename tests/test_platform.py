@@ -1,0 +1,140 @@
+"""The platform inference with no configuration, and the configuration that extends it or turns
+it off; `--show-silenced`, which explains every silence."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from portlint.platform import module_platform, names_cuda, requires_cuda, words
+from portlint.speed.cut import parse_ast
+from tests.helpers import run_cli, tree
+
+SYNC = "import torch\n\n\ndef step():\n    torch.cuda.synchronize()\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "cuda"),
+    [
+        ("forward_cuda", True), ("CUDAOpBuilder", True), ("CUDA_Accelerator", True),
+        ("fmha_sm100", True), ("deep_gemm", True), ("pynccl", True), ("HIPPlatform", True),
+        ("rocm_aiter_fusion", True), ("nvfp4", True), ("gfx942", True),
+        # a CUDA graph is how torch captures on any accelerator
+        ("cuda_graph_runner", False), ("CudaGraphRunner", False), ("_create_cuda_graph", False),
+        # words that merely contain a platform's letters
+        ("command", False), ("relationship", False), ("execute", False), ("XPUModelRunner", False),
+    ],
+)  # fmt: skip
+def test_names_for_cuda_are_read_by_their_words(name, cuda):
+    assert names_cuda(name) is cuda, words(name)
+
+
+@pytest.mark.parametrize(
+    ("decorator", "cuda"),
+    [
+        ("require_cuda", True), ("requires_gpu", True), ("testing.require_torch_multi_gpu", True),
+        ("skip_if_no_cuda", True), ("skipUnlessCUDA", True), ("requires_hopper", True),
+        ("require_torch_accelerator", False), ("skip_if_cuda", False), ("skipIfRocm", False),
+    ],
+)  # fmt: skip
+def test_decorators_that_require_cuda(decorator, cuda):
+    assert requires_cuda(decorator) is cuda
+
+
+def test_a_module_is_cuda_only_by_its_path_below_the_project_root_or_its_imports(tmp_path):
+    inferences = frozenset({"imports", "names"})
+    libraries = ("flashinfer",)
+    root = str(tmp_path / "home" / "amd" / "project")
+    plain = parse_ast("import torch\n")
+
+    def verdict(path: str, source: str = "import torch\n"):
+        return module_platform(path, root, parse_ast(source), libraries, inferences)
+
+    assert verdict(f"{root}/pkg/nvidia/model.py").kind == "names"  # type: ignore[union-attr]
+    assert verdict("pkg/attention_rocm.py").kind == "names"  # type: ignore[union-attr]
+    # The user's own folders above the project say nothing of the code.
+    assert verdict(f"{root}/pkg/model.py") is None
+    assert module_platform(f"{root}/pkg/model.py", root, plain, libraries, frozenset()) is None
+    found = verdict("pkg/model.py", "'''Doc.'''\nimport torch\nfrom flashinfer import norm\n")
+    assert (found.kind, found.line) == ("imports", 3)  # type: ignore[union-attr]
+    for optional in (
+        "try:\n    import flashinfer\nexcept ImportError:\n    pass\n",
+        "if HAVE:\n    import flashinfer\n",
+        "def f():\n    import flashinfer\n",
+        "from .flashinfer import norm\n",
+    ):
+        assert verdict("pkg/model.py", optional) is None, optional
+
+
+def _write(root: Path, config: str = "") -> None:
+    tree(
+        root,
+        {
+            "pyproject.toml": "[project]\nname = 'x'\n" + textwrap.dedent(config),
+            "pkg/fast.py": "import flashinfer\n" + SYNC,
+            "pkg/mine.py": "import vendor_kernels\n" + SYNC,
+            "pkg/waived.py": "import torch\ntorch.cuda.synchronize()  # ignore-cuda\n",
+            "pkg/named.py": SYNC.replace("def step", "def step_cuda"),
+        },
+    )
+
+
+def _reported(root: Path) -> list[str]:
+    result = run_cli("check", "pkg", "--no-cache", "--output-format", "json", cwd=root)
+    return sorted(Path(item["filename"]).name for item in json.loads(result.stdout))
+
+
+def test_with_no_configuration_the_conventions_silence_and_a_configuration_extends_them(tmp_path):
+    _write(tmp_path)
+    assert _reported(tmp_path) == ["mine.py", "waived.py"]
+    _write(
+        tmp_path,
+        """
+        [tool.portlint]
+        extend-cuda-only-imports = ["vendor_kernels"]
+        extend-noqa-markers = ["#ignore-cuda"]
+        """,
+    )
+    assert _reported(tmp_path) == []
+
+
+def test_each_inference_can_be_switched_off(tmp_path):
+    _write(tmp_path, '[tool.portlint]\nplatform-inferences = ["names"]\n')
+    assert _reported(tmp_path) == ["fast.py", "mine.py", "waived.py"]
+    _write(tmp_path, "[tool.portlint]\nplatform-inferences = []\ncuda-only-imports = []\n")
+    assert _reported(tmp_path) == ["fast.py", "mine.py", "named.py", "waived.py"]
+
+
+def test_an_unknown_inference_is_a_configuration_error(tmp_path):
+    _write(tmp_path, '[tool.portlint]\nplatform-inferences = ["imports", "vibes"]\n')
+    result = run_cli("check", "pkg", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "platform-inferences: unknown vibes" in result.stderr
+
+
+def test_show_silenced_gives_each_silenced_finding_its_reason_and_line(tmp_path):
+    _write(tmp_path, '[tool.portlint]\nextend-noqa-markers = ["#ignore-cuda"]\n')
+    result = run_cli("check", "pkg", "--show-silenced", cwd=tmp_path)
+    assert result.returncode == 1  # mine.py still has its finding
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("pkg/mine.py:6:5: PORT401")
+    assert lines[1] == "Silenced (3), with the reason and the line that gives it:"
+    assert lines[2].startswith("pkg/fast.py:6:5: PORT401") and lines[3] == (
+        "    imports: the module imports `flashinfer`, which exists only for NVIDIA or AMD GPUs "
+        "(line 1)"
+    )
+    assert lines[4].startswith("pkg/named.py:5:5: PORT401") and lines[5] == (
+        "    names: function `step_cuda` is named for CUDA or ROCm (line 4)"
+    )
+    assert lines[6].startswith("pkg/waived.py:2:1: PORT401") and lines[7] == (
+        "    waiver: the line is marked `#ignore-cuda` (extend-noqa-markers) (line 2)"
+    )
+    assert lines[8] == "By kind: imports 1, names 1, waiver 1"
+    as_json = run_cli("check", "pkg", "--show-silenced", "--output-format", "json", cwd=tmp_path)
+    items = json.loads(as_json.stdout)
+    assert [i.get("silenced", {}).get("kind") for i in items] == [None, "imports", "names", "waiver"]
+    refused = run_cli("check", "pkg", "--show-silenced", "--output-format", "junit", cwd=tmp_path)
+    assert refused.returncode == 2 and "--show-silenced works with" in refused.stderr
