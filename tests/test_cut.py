@@ -237,3 +237,23 @@ def test_a_syntax_error_in_a_cut_is_reported_on_the_files_line():
     violation = _syntax_error("m.py", "x = 1\n" + "\n" * 5 + "y = (2)\n", error, [1, 7])
     assert (violation.line, violation.message.startswith("SyntaxError: ")) == (7, True)
     assert _syntax_error("m.py", "x = 1\n", error, None).line == 2
+
+
+def test_the_cut_keeps_the_init_where_a_class_sets_the_flags_its_kept_callers_test():
+    """A helper is guarded through its caller, which tests a flag `__init__` sets: the cut must
+    keep `__init__` for the caller (kept for the guard analysis), not only for the helper."""
+    from tests.helpers import lint_all_ways
+
+    filler = "".join(f"        y = y + {i}\n" for i in range(6))
+    source = (
+        "import torch\nfrom platforms import current_platform\n\n\n"
+        "def _fused(x):\n    return torch.cuda.is_current_stream_capturing()\n\n\n"
+        "class Layer:\n"
+        "    def __init__(self):\n        self.fast = current_platform.is_cuda() and ok()\n\n"
+        "    def unrelated(self, y):\n" + filler + "        return y\n\n"
+        "    def forward(self, x):\n        if self.fast:\n            return _fused(x)\n"
+        "        return x\n"
+    )
+    ways = lint_all_ways(source, CUDA_API)
+    assert ways["partial"] == ways["whole"] == ways["ungated"]
+    assert ways["partial"][0] == [] and len(ways["partial"][1]) == 1

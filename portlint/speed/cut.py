@@ -13,7 +13,8 @@ functions and classes, and the methods of classes — and only these units are k
   callers are), the units that may call a function a kept unit defines, as the guard analysis
   counts calls (:mod:`portlint.calls`), to a fixpoint (see :func:`_closure`);
 - for the rules that read the class around a finding (``reads_class``), the ``__init__`` of the
-  class of each kept method;
+  class of each kept method, and for the guardable ones, of each method kept as a caller too
+  (where a class sets the flags its methods test, ``self.use_cuda = ...``);
 - for the rules whose findings are at launches (``at_launches``), the units that launch a
   function their triggers mark (``kernel[grid](...)``) and show their evidence, and then those
   functions.
@@ -326,8 +327,8 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
         if entry.reads_class:
             in_classes += found
     hits, seeds = list(dict.fromkeys(hits)), list(dict.fromkeys(seeds))
-    kept = _closure(leaves, seeds)
-    kept += [u for u in launched if u not in kept]
+    callers = _closure(leaves, seeds)  # (the seeds among them)
+    kept = [*callers, *(u for u in launched if u not in callers)]
     headers = [
         u
         for u in hits
@@ -338,6 +339,10 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
         outside = _outside(lines, leaves, tree)
         if not any(test(outside) for entry, test in tests.items() if not entry.at_launches):
             return NOTHING
+    # The `__init__` of a class whose methods a rule that reads the class concerns, or whose
+    # methods are kept for a guardable rule: the guard analysis reads the flags a class sets
+    # there (`self.use_cuda = torch.cuda.is_available()`).
+    in_classes += callers
     for group in methods.values():
         if any(m in in_classes for m in group):
             kept += [m for m in group if m.name == "__init__" and m not in kept]
