@@ -110,3 +110,9 @@ OTHER_DEVICES = frozenset({
     "habana", "ipu", "mtia", "maia", "privateuseone", "metal", "mlx",
 })  # fmt: skip
 CUDA_DEVICE_TYPES = frozenset({"cuda", "hip", "rocm"})
+# Shared libraries of NVIDIA's and AMD's drivers and runtimes: code that loads one with `ctypes`
+# runs only there.
+CUDA_ONLY_SHARED_LIBRARIES = (
+    "libcuda.", "libcudart", "libnvrtc", "libnccl", "libnvidia-ml", "libcublas", "libamdhip64",
+    "librccl", "libhsa-runtime", "librocm_smi",
+)  # fmt: skip

@@ -180,7 +180,9 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
         wrapper.visit_batched(visitors)
         positions = wrapper.resolve(PositionProvider)
         return [report.violation(job.path, positions) for report in context.reports]
-    guards = GuardAnalysis(settings.guard_functions, settings.platform_inferences)
+    guards = GuardAnalysis(
+        settings.guard_functions, settings.platform_inferences, settings.cuda_only_imports
+    )
     wrapper.visit_batched([*visitors, guards])
     positions = wrapper.resolve(PositionProvider)
     whole = Silence(job.module.kind, job.module.why) if job.module is not None else None

@@ -135,6 +135,11 @@ def test_show_silenced_gives_each_silenced_finding_its_reason_and_line(tmp_path)
     assert lines[8] == "By kind: imports 1, names 1, waiver 1"
     as_json = run_cli("check", "pkg", "--show-silenced", "--output-format", "json", cwd=tmp_path)
     items = json.loads(as_json.stdout)
-    assert [i.get("silenced", {}).get("kind") for i in items] == [None, "imports", "names", "waiver"]
+    assert [i.get("silenced", {}).get("kind") for i in items] == [
+        None,
+        "imports",
+        "names",
+        "waiver",
+    ]
     refused = run_cli("check", "pkg", "--show-silenced", "--output-format", "junit", cwd=tmp_path)
     assert refused.returncode == 2 and "--show-silenced works with" in refused.stderr

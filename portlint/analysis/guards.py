@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
 from portlint.analysis.names import (
     EXIT_CALLS,
@@ -46,8 +47,9 @@ from portlint.analysis.names import (
 )
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
+from portlint.analysis.walk import children
 from portlint.calls import call_key, definition_key
-from portlint.facts import CUDA_DEVICE_TYPES, OTHER_DEVICES
+from portlint.facts import CUDA_DEVICE_TYPES, CUDA_ONLY_SHARED_LIBRARIES, OTHER_DEVICES
 from portlint.platform import is_predicate, names_cuda, names_other_device, requires_cuda, words
 
 GUARD_QUALIFIED = {"torch.cuda.is_available", "torch.cuda.is_initialized"}
@@ -84,6 +86,34 @@ def _asks_tensor_is_cuda(test: cst.CSTNode) -> bool:
     return False
 
 
+def _words_in(node: cst.CSTNode) -> set[str]:
+    """The words of the names in ``node``'s code (``torch.__version__`` -> torch, version)."""
+    found: set[str] = set()
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, cst.Name):
+            found.update(words(current.value))
+        pending.extend(children(current))
+    return found
+
+
+def _compiles_cuda(call: cst.Call) -> bool:
+    """A call given CUDA sources to build (``load(sources=["k.cu"])``, ``load_inline(
+    cuda_sources=...)``, ``load_jit(cuda_files=[...])``): the code runs where nvcc built them."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in ("cuda_sources", "cuda_files"):
+            return True
+        values = _string_values(arg.value) or []
+        if any(value.endswith((".cu", ".cuh")) for value in values):
+            return True
+    return False
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
 def _code(node: cst.CSTNode) -> str:
     return " ".join(_CODE.code_for_node(node).split())
 
@@ -91,12 +121,19 @@ def _code(node: cst.CSTNode) -> str:
 @dataclass(frozen=True, eq=False)
 class Silence:
     """Why code runs only on CUDA: the kind of reason, what says so, and where (``node``: its
-    line is shown; None: the module)."""
+    line is shown; None: the module). ``text`` is written out only where it is shown: its
+    ``{code}`` stands for the code of ``quoted`` (writing code out costs, and most reasons are
+    never shown)."""
 
     kind: str
-    why: str
+    text: str
     node: cst.CSTNode | None = None
     test: cst.CSTNode | None = None  # the guard's test, where a guard made the region
+    quoted: cst.CSTNode | None = None
+
+    @property
+    def why(self) -> str:
+        return self.text.format(code=_code(self.quoted)) if self.quoted is not None else self.text
 
 
 @dataclass
@@ -122,7 +159,10 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
     METADATA_DEPENDENCIES = (NameProvider, ParentProvider)
 
     def __init__(
-        self, guard_functions: tuple[str, ...] = (), inferences: frozenset[str] = frozenset()
+        self,
+        guard_functions: tuple[str, ...] = (),
+        inferences: frozenset[str] = frozenset(),
+        libraries: tuple[str, ...] = (),
     ) -> None:
         super().__init__()
         self.guard_functions = set(guard_functions)
@@ -141,6 +181,13 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         # The tests that names were bound to (a check held in a name is checked where tested).
         self.bound: dict[str, list[cst.CSTNode]] = {}
         self.version_names: set[str] = set()  # names bound to a test of the torch release
+        # Names bound to a CUDA-only thing or None (`x if is_cuda() else None`).
+        self.cuda_only_values: set[str] = set()
+        # `torch.cuda` attributes the module assigns (a patch), and the reads that save them.
+        self.patched: set[str] = set()
+        self.saved: list[tuple[cst.BaseExpression, str]] = []
+        self.libraries = libraries
+        self.cuda_imports: list[cst.CSTNode] = []  # imports of those libraries in functions
         self.predicates: list[cst.FunctionDef] = []  # functions named as a question about CUDA
         self._guarded_functions: set[cst.FunctionDef] | None = None
 
@@ -174,7 +221,9 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             return 1
         if isinstance(test, cst.Attribute) and qualified_names(self, test) & GUARD_ATTRIBUTES:
             return 1
-        return 1 if is_predicate(last) and names_cuda(last) else 0
+        # A name (not a call) that names CUDA holds a CUDA-only thing or a CUDA flag
+        # (`if fa_cuda:`, `if self.cuda_stream:`), as does one bound to "a CUDA thing or None".
+        return 1 if names_cuda(last) or dotted in self.cuda_only_values else 0
 
     def _is_guard_call(self, call: cst.Call) -> bool:
         dotted = dotted_name(call.func)
@@ -222,6 +271,12 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             )
         ):  # `torch.version.hip is not None`: a ROCm (or CUDA) build
             return {cst.IsNot: 1, cst.Is: -1}.get(type(operator), 0)
+        if (
+            isinstance(target.comparator, cst.Name)
+            and target.comparator.value == "None"
+            and dotted_name(test.left) in self.cuda_only_values
+        ):  # `self.alt_stream is not None`, where it is a CUDA stream or None
+            return {cst.IsNot: 1, cst.Is: -1}.get(type(operator), 0)
         values = _string_values(target.comparator) or _string_values(test.left)
         if values:
             if not all(v in CUDA_DEVICE_TYPES for v in values):
@@ -249,6 +304,8 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         if name is None:
             return False
         last = name.rsplit(".", 1)[-1]
+        if not isinstance(test, cst.Call) and names_other_device(last):
+            return True  # a flag about another device: `if fa_xpu:`
         if not (is_predicate(last) or last == "is_available"):
             return False
         found = words(name)
@@ -259,7 +316,8 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         self.marked.setdefault(node, silence)
 
     def _guard(self, test: cst.BaseExpression, shown: cst.CSTNode, text: str) -> Silence:
-        return Silence("guard", text, shown, test)
+        """A guard's reason: ``text`` quotes the test as ``{code}``."""
+        return Silence("guard", text, shown, test, test)
 
     def _rest_of_block(self, statement: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
         block = self.get_metadata(ParentProvider, statement, None)
@@ -278,6 +336,7 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
     def visit_Module(self, node: cst.Module) -> None:
         # Kept for the queries after the visit. The ignore: LibCST types all metadata as object.
         self.parents: Mapping[cst.CSTNode, cst.CSTNode] = self.metadata[ParentProvider]  # type: ignore[assignment]
+        self.module = node
         self._bind_guard_names(node.body)
         for statement in node.body:
             if isinstance(statement, cst.FunctionDef):
@@ -310,6 +369,10 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             return
         polarity = self.polarity(value)
         version = self._asks_torch_version(value)
+        cuda_or_none = isinstance(value, cst.IfExp) and (
+            (self.polarity(value.test) == 1 and _is_none(value.orelse))
+            or (self.polarity(value.test) == -1 and _is_none(value.body))
+        )
         for target in targets:
             name = dotted_name(target)
             if name is None:
@@ -324,26 +387,27 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
                 scope.pop(name, None)
             if version:
                 self.version_names.add(name)
+            if cuda_or_none:
+                self.cuda_only_values.add(name)
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         for statement in node.body:
             if isinstance(statement, cst.Assert):
                 self.tests.setdefault(statement.test, Test(REQUIREMENT))
                 if self.polarity(statement.test) == 1:
-                    code = _code(statement.test)
-                    self._mark_rest_of_block(
-                        node, self._guard(statement.test, node, f"`assert {code}`")
-                    )
+                    silence = self._guard(statement.test, node, "`assert {code}`")
+                    self._mark_rest_of_block(node, silence)
             if len(self.guard_names) > 1:  # a function's own names (its module's are bound)
                 self._bind_guard_name(statement)
-            if self._infers("dispatch") and isinstance(statement, cst.Assign):
+            if isinstance(statement, cst.Assign):
                 for target in statement.targets:
-                    self._table_entry(target.target, statement.value)
+                    if self._infers("dispatch"):
+                        self._table_entry(target.target, statement.value)
+                    self._patch(target.target, statement.value)
 
     def visit_If(self, node: cst.If) -> None:
         test = node.test
         polarity = self.polarity(test)
-        code = _code(test)
         exits = block_ends_in(node.body, LEAVES_BLOCK, EXIT_CALLS)
         raises = block_ends_in(node.body, (cst.Raise,), frozenset({"pytest.skip", "self.skipTest"}))
         role = self.tests.setdefault(test, Test())
@@ -353,9 +417,9 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             other = (node.orelse,) if node.orelse is not None else self._rest_of_block(node)
             role.tensor_paths = (node.body, *other)
         if polarity == 1:
-            self._mark(node.body, self._guard(test, node, f"`if {code}:`"))
+            self._mark(node.body, self._guard(test, node, "`if {code}:`"))
         elif polarity == -1:
-            silence = self._guard(test, node, f"`if {code}:`")
+            silence = self._guard(test, node, "`if {code}:`")
             if node.orelse is not None:
                 self._mark(node.orelse, silence)
             if exits:
@@ -364,7 +428,7 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         if not (isinstance(parent, cst.If) and parent.orelse is node):
             self._dispatch_chain(node)
         if self._infers("fallbacks") and self._asks_torch_version(test):
-            self._fallback_arms(node.body, node.orelse, node, code)
+            self._fallback_arms(node.body, node.orelse, node, test)
 
     def _dispatch_chain(self, head: cst.If) -> None:
         """``if is_xpu(): ... elif is_npu(): ... else: ...``: every test of a chain that asks
@@ -385,9 +449,9 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             and accelerators
             and not any(self.polarity(arm.test) == 1 for arm in arms)
         ):
-            first = _code(accelerators[0].test)
-            why = f"the `else` of a dispatch over devices (`if {first}:` ...), with no CUDA arm"
-            self._mark(last, Silence("dispatch", why, accelerators[0]))
+            why = "the `else` of a dispatch over devices (`if {code}:` ...), with no CUDA arm"
+            quoted = accelerators[0].test
+            self._mark(last, Silence("dispatch", why, accelerators[0], quoted=quoted))
 
     def _dispatch_siblings(self, body: Sequence[cst.CSTNode]) -> None:
         """Sibling ``if`` statements, one per device (``if torch.cuda.is_available(): ...`` then
@@ -414,15 +478,22 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             isinstance(node.operator, cst.Or) and polarity == -1
         ):
             operator = "and" if isinstance(node.operator, cst.And) else "or"
-            why = f"`{_code(node.left)} {operator} ...`"
-            self._mark(node.right, self._guard(node.left, node, why))
-        elif (
+            self._mark(node.right, self._guard(node.left, node, f"`{{code}} {operator} ...`"))
+        if (
+            isinstance(node.operator, cst.And)
+            and self._infers("checks")
+            and self.polarity(node.right) == 1
+        ):  # `torch.cuda.is_available() and isinstance(self, CUDABuilder)`: checked together
+            why = "a check made together with `{code}`"
+            self._mark(node.left, Silence("checks", why, node, quoted=node.right))
+        if (
             isinstance(node.operator, cst.Or)
+            and polarity != -1
             and self._infers("fallbacks")
-            and "accelerator" in words(_code(node.left))
+            and "accelerator" in _words_in(node.left)
         ):
-            why = f"the fallback of `{_code(node.left)} or ...`"
-            self._mark(node.right, Silence("fallbacks", why, node))
+            why = "the fallback of `{code} or ...`"
+            self._mark(node.right, Silence("fallbacks", why, node, quoted=node.left))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         polarity = self.polarity(node.test)
@@ -430,33 +501,33 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         if polarity and _asks_tensor_is_cuda(node.test):
             role.tensor_paths = (node.body, node.orelse)
         if polarity:
-            silence = self._guard(node.test, node, f"`... if {_code(node.test)} else ...`")
+            silence = self._guard(node.test, node, "`... if {code} else ...`")
             self._mark(node.body if polarity == 1 else node.orelse, silence)
         elif self._infers("fallbacks") and self._asks_torch_version(node.test):
-            self._fallback_arms(node.body, node.orelse, node, _code(node.test))
+            self._fallback_arms(node.body, node.orelse, node, node.test)
 
     def _asks_torch_version(self, test: cst.BaseExpression) -> bool:
         """A test of the torch release (or of a torch attribute's presence) that names no CUDA:
         ``is_torch_greater_or_equal("2.7")``, ``hasattr(torch, "accelerator")``."""
         if dotted_name(test) in self.version_names:
             return True
-        found = words(_code(test))
-        if names_cuda(_code(test)) or "torch" not in found:
+        found = _words_in(test)
+        if "torch" not in found or any(names_cuda(word) for word in found):
             return False
-        return bool(VERSION_WORDS & set(found)) or "hasattr" in found
+        return bool(VERSION_WORDS & found) or "hasattr" in found
 
     def _fallback_arms(
-        self, body: cst.CSTNode, orelse: cst.CSTNode | None, shown: cst.CSTNode, code: str
+        self, body: cst.CSTNode, orelse: cst.CSTNode | None, shown: cst.CSTNode, test: cst.CSTNode
     ) -> None:
         """Of two arms of a torch-version test, the one that uses CUDA where the other does not
         is the fallback for the other torch."""
         if orelse is None:
             return
-        uses = {arm: "cuda" in _CODE.code_for_node(arm) for arm in (body, orelse)}
+        uses = {arm: "cuda" in _words_in(arm) for arm in (body, orelse)}
         for arm, cuda in uses.items():
             if cuda and not any(other for a, other in uses.items() if a is not arm):
-                why = f"the arm for another torch release of `{code}`"
-                self._mark(arm, Silence("fallbacks", why, shown))
+                why = "the arm for another torch release of `{code}`"
+                self._mark(arm, Silence("fallbacks", why, shown, quoted=test))
 
     def visit_Dict(self, node: cst.Dict) -> None:
         """``{"cuda": torch.cuda.synchronize, "xpu": ..., "cpu": ...}``: a table keyed by device
@@ -473,6 +544,15 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
                 if key and set(key) <= CUDA_DEVICE_TYPES:
                     why = "the CUDA entry of a table keyed by device type"
                     self._mark(element.value, Silence("dispatch", why, node))
+
+    def _patch(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """``torch.cuda.Event = XpuEvent`` patches torch; ``saved = torch.cuda.Event`` keeps the
+        original to restore (recorded here, judged once the module is read)."""
+        assigned, read = dotted_name(target) or "", dotted_name(value) or ""
+        if assigned.startswith("torch.cuda."):
+            self.patched.add(assigned)
+        if read.startswith("torch.cuda."):
+            self.saved.append((value, read))
 
     def _table_entry(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         """``TABLE["cuda"] = torch.cuda.synchronize``: an entry of a table keyed by device type."""
@@ -516,6 +596,9 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             else:
                 why = f"function `{name}` is named for CUDA or ROCm"
                 self._mark(node.body, Silence("names", why, node))
+        if self._infers("tests") and requires_cuda(name):
+            why = f"`{name}` is a decorator that requires CUDA"
+            self._mark(node.body, Silence("tests", why, node))
         self._test_decorators(node)
         self.guard_names.append({})
         self.function_stack.append(node)
@@ -538,7 +621,8 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         for decorator in node.decorators:
             why = self._cuda_only_marker(decorator.decorator)
             if why:
-                self._mark(node.body, Silence("tests", why, decorator))
+                silence = Silence("tests", f"{why}: `@{{code}}`", decorator, quoted=decorator)
+                self._mark(node.body, silence)
 
     def _cuda_only_marker(self, marker: cst.BaseExpression, depth: int = 0) -> str | None:
         """What says a test marker runs its test only on CUDA: a skip whose condition is a CUDA
@@ -555,14 +639,14 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             self.tests.setdefault(condition.value, Test()).role = REQUIREMENT
             wanted = -1 if last in SKIP_IF else 1
             if self.polarity(condition.value) == wanted:
-                return f"the test is skipped unless CUDA: `{_code(marker)}`"
+                return "the test is skipped unless CUDA"
             return None
         if dotted in self.markers and depth == 0:
             assigned = self._cuda_only_marker(self.markers[dotted], depth + 1)
             if assigned:
-                return f"`{dotted}` is {assigned[0].lower()}{assigned[1:]}"
+                return f"{assigned} (`{dotted}`)"
         if requires_cuda(dotted):
-            return f"the test requires CUDA: `@{_code(marker)}`"
+            return "the test requires CUDA"
         return None
 
     def _mark_test_module(
@@ -580,7 +664,10 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         for marker in markers:
             why = self._cuda_only_marker(marker)
             if why:
-                self._mark(module, Silence("tests", f"`pytestmark`: {why}", statement))
+                silence = Silence(
+                    "tests", f"`pytestmark`: {why}: `{{code}}`", statement, quoted=marker
+                )
+                self._mark(module, silence)
                 return
 
     def _autouse_skip(self, module: cst.Module, function: cst.FunctionDef) -> None:
@@ -590,7 +677,10 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             isinstance(d.decorator, cst.Call)
             and (dotted_name(d.decorator.func) or "").endswith("fixture")
             and any(
-                a.keyword is not None and a.keyword.value == "autouse" and _code(a.value) == "True"
+                a.keyword is not None
+                and a.keyword.value == "autouse"
+                and isinstance(a.value, cst.Name)
+                and a.value.value == "True"
                 for a in d.decorator.args
             )
             for d in function.decorators
@@ -603,25 +693,94 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
                 and self.polarity(statement.test) == -1
                 and block_ends_in(statement.body, (cst.Raise,), EXIT_CALLS)
             ):
-                why = f"an autouse fixture skips every test unless CUDA: `if {_code(statement.test)}:`"
-                self._mark(module, Silence("tests", why, statement))
+                why = "an autouse fixture skips every test unless CUDA: `if {code}:`"
+                self._mark(module, Silence("tests", why, statement, quoted=statement.test))
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self._cuda_only_import([get_full_name_for_node(a.name) or "" for a in node.names], node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None:
+            return
+        module = get_full_name_for_node(node.module) or ""
+        names = [] if isinstance(node.names, cst.ImportStar) else node.names
+        self._cuda_only_import(
+            [module, *(f"{module}.{a.name.value}" for a in names if isinstance(a.name, cst.Name))],
+            node,
+        )
+
+    def _cuda_only_import(self, imported: list[str], node: cst.CSTNode) -> None:
+        """A function that imports a library that exists only for NVIDIA or AMD GPUs (outside a
+        ``try``) runs only there, as a module that does so at its top level does; an import of
+        one is CUDA-only code for the guard around it too."""
+        if not self._infers("imports") or not self.function_stack:
+            return
+        library = next(
+            (
+                lib
+                for name in imported
+                for lib in self.libraries
+                if name == lib or name.startswith(f"{lib}.")
+            ),
+            None,
+        )
+        if library is None:
+            return
+        self.cuda_imports.append(node)
+        if not self._inside_try(node):
+            why = f"the function imports `{library}`, which exists only for NVIDIA or AMD GPUs"
+            self._mark(self.function_stack[-1].body, Silence("imports", why, node))
+
+    def _inside_try(self, node: cst.CSTNode) -> bool:
+        current = self.parents.get(node)
+        while current is not None and not isinstance(current, cst.FunctionDef):
+            if isinstance(current, cst.Try):
+                return True
+            current = self.parents.get(current)
+        return False
+
+    def _mark_function_or_module(self, node: cst.CSTNode, text: str, quoted: cst.CSTNode) -> None:
+        where = self.function_stack[-1].body if self.function_stack else self.module
+        self._mark(where, Silence("imports", text, node, quoted=quoted))
 
     # --- Functions and their callers ------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         callee = dotted_name(node.func)
         if callee is not None:
             self.calls.append((call_key(callee, self.classes[-1] if self.classes else None), node))
+        last = callee.rsplit(".", 1)[-1] if callee else ""
+        if last in SKIP_IF | SKIP_UNLESS and node.args:  # `unittest.skipUnless(...)(test)`
+            condition = argument(node, "condition", 0)
+            if condition is not None:
+                self.tests.setdefault(condition.value, Test()).role = REQUIREMENT
+        if callee and (callee.endswith("patch.object") or last == "setattr") and node.args:
+            if self._infers("checks"):
+                why = "the target of a patch, not a use: `{code}`"
+                self._mark(node.args[0].value, Silence("checks", why, node, quoted=node))
+        elif self._infers("imports") and _compiles_cuda(node):
+            why = "compiles CUDA sources: `{code}`"
+            self._mark_function_or_module(node, why, node)
+        elif self._infers("imports") and last in ("CDLL", "LoadLibrary") and node.args:
+            loaded = _string_values(node.args[0].value) or []
+            if any(library in text for text in loaded for library in CUDA_ONLY_SHARED_LIBRARIES):
+                self._mark_function_or_module(
+                    node, "loads {code}, a library of NVIDIA's or AMD's driver", node.args[0].value
+                )
         if callee == "hasattr" and node.args and self._infers("checks"):
-            why = f"a probe of what the module has: `{_code(node)}`"
-            self._mark(node.args[0].value, Silence("checks", why, node))
+            why = "a probe of what the module has: `{code}`"
+            self._mark(node.args[0].value, Silence("checks", why, node, quoted=node))
         elif callee == "getattr" and len(node.args) == 3 and self._infers("fallbacks"):
-            why = f"the default of `{_code(node)}`, for a device torch has no module for"
-            self._mark(node.args[2].value, Silence("fallbacks", why, node))
+            why = "the default of `{code}`, for a device torch has no module for"
+            self._mark(node.args[2].value, Silence("fallbacks", why, node, quoted=node))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for callee, call in self.calls:
             if callee in self.functions:
                 self.callers.setdefault(self.functions[callee], []).append(call)
+        for value, name in self.saved:
+            if name in self.patched and self._infers("checks"):
+                why = f"the original of `{name}`, kept while the module patches it"
+                self._mark(value, Silence("checks", why, value))
 
     # --- Queries --------------------------------------------------------------------------
     def _within(self, node: cst.CSTNode | None, functions: set[cst.FunctionDef]) -> Silence | None:
@@ -694,10 +853,25 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         on another accelerator that code silently runs on the CPU."""
         if "checks" not in self.inferences:
             return None
+        if self.predicates:
+            answer = self.answer(node)
+            if answer is not None:
+                return answer
         for test in self.tests_of(node):
             silence = self._check(test, cuda_tests, device_picks)
             if silence is not None:
                 return silence
+        return None
+
+    def answer(self, node: cst.CSTNode) -> Silence | None:
+        """Why a check at ``node`` is the answer of a predicate named for CUDA
+        (``def is_cuda_available(): ...``), if it is."""
+        current = self.parents.get(node)
+        while current is not None:
+            if current in self.predicates and isinstance(current, cst.FunctionDef):
+                why = f"{ANSWER}: `{current.name.value}`"
+                return Silence("checks", why, current)
+            current = self.parents.get(current)
         return None
 
     def _check(
@@ -705,17 +879,17 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
     ) -> Silence | None:
         role = self.tests[test]
         if role.role is not None:
-            return Silence("checks", f"{role.role}: `{_code(test)}`", test)
+            return Silence("checks", f"{role.role}: `{{code}}`", test, quoted=test)
         held = {
             value
             for tested in cuda_tests
             for value in self.bound.get(dotted_name(tested) or "", [])  # type: ignore[arg-type]
         }
         if test in cuda_tests or test in held:
-            why = f"the check that confines CUDA-only code: `{_code(test)}`"
-            return Silence("checks", why, test)
+            why = "the check that confines CUDA-only code: `{code}`"
+            return Silence("checks", why, test, quoted=test)
         paths = role.tensor_paths
         if paths and not any(self._under(pick, paths) for pick in device_picks):
-            why = f"a choice of kernel by the tensor's device, with another path: `{_code(test)}`"
-            return Silence("checks", why, test)
+            why = "a choice of kernel by the tensor's device, with another path: `{code}`"
+            return Silence("checks", why, test, quoted=test)
         return None

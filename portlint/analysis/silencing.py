@@ -45,6 +45,10 @@ def silence(
         for report, reason in silenced
         if report.code.startswith(CUDA_API_PREFIX) and reason.test is not None
     }
+    for imported in guards.cuda_imports:  # `if torch.cuda.is_available(): import pynvml`
+        reason = guards.is_guarded(imported)
+        if reason is not None and reason.test is not None:
+            cuda_tests.add(reason.test)
     device_picks = [r.node for r in reports if r.code.startswith(DEVICE_RULES)]
     standing: list[Report] = []
     for report in kept:
