@@ -16,7 +16,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from portlint.catalog import codes_with_triggers_in
+from portlint.speed.gate import codes_with_triggers_in
 from portlint.config import Overrides, load_settings
 from portlint.settings import Settings
 

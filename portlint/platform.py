@@ -38,7 +38,7 @@ PREDICATE_FIRST = frozenset({"is", "has", "use", "uses", "using", "on", "support
 PREDICATE_LAST = frozenset({"available", "enabled", "supported", "alike"})
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.cache  # (a tree has tens of thousands of names; each is read many times)
 def words(name: str) -> tuple[str, ...]:
     """The lower-case words of an identifier or a file name (``_``, ``-``, ``.``, case changes and
     digits separate them; ``sm100`` and ``gfx942`` stay whole)."""

@@ -60,6 +60,10 @@ SKIP_UNLESS = {"skipUnless", "skip_unless", "skipunless"}
 # Words of a test that asks which torch it runs under (`is_torch_greater_or_equal_than_2_7`,
 # `version.parse(torch.__version__)`, `TORCH_VERSION`).
 VERSION_WORDS = {"version", "greater", "less", "older", "newer", "ge", "gt", "lt", "le"}
+# The expressions a name can be bound to that are tests themselves.
+TEST_SHAPES = (
+    cst.Call, cst.Name, cst.Attribute, cst.Comparison, cst.BooleanOperation, cst.UnaryOperation,
+)  # fmt: skip
 # Device types that can share a table keyed by device type with "cuda".
 DEVICE_KEYS = OTHER_DEVICES | {"cpu", "meta", "default"}
 _CODE = cst.Module([])
@@ -230,7 +234,9 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         last = dotted.rsplit(".", 1)[-1] if dotted else ""
         if dotted in self.guard_functions or (is_predicate(last) and names_cuda(last)):
             return True
-        if qualified_names(self, call.func) & (GUARD_QUALIFIED | self.guard_functions):
+        if self._may_resolve_to_torch_cuda(call.func, dotted) and qualified_names(
+            self, call.func
+        ) & (GUARD_QUALIFIED | self.guard_functions):
             return True
         if dotted is None:
             return False
@@ -243,6 +249,16 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             return all(self._names_cuda_constant(c, classes=True) for c in classes)
         return False
 
+    def _may_resolve_to_torch_cuda(self, node: cst.BaseExpression, dotted: str | None) -> bool:
+        """Whether resolving ``node`` can give a configured guard or a name under ``torch.cuda``:
+        it says ``cuda``, or starts with a name an import binds to something under it (most
+        callees do neither, and resolving is the cost)."""
+        if self.guard_functions or dotted is None:
+            return True
+        names = self.get_metadata(NameProvider, node, None)
+        head = dotted.partition(".")[0]
+        return names is not None and ("cuda" in dotted or head in names.names_imported_from("cuda"))
+
     def _names_cuda_constant(self, node: cst.BaseExpression, classes: bool = False) -> bool:
         """A constant or enum member that names CUDA or GPUs (``DistributedType.MULTI_GPU``,
         ``CUDA_DISTRIBUTED_TYPES``), ``torch.cuda`` itself, or (``classes``) a class named for
@@ -251,7 +267,9 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         if dotted is None:
             return False
         last = dotted.rsplit(".", 1)[-1]
-        if "torch.cuda" in qualified_names(self, node):
+        if self._may_resolve_to_torch_cuda(node, dotted) and "torch.cuda" in qualified_names(
+            self, node
+        ):
             return True
         if classes:
             return names_cuda(last) and not names_other_device(last)
@@ -368,7 +386,8 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         else:
             return
         polarity = self.polarity(value)
-        version = self._asks_torch_version(value)
+        # (Only a value shaped as a test can be one; looking into others costs.)
+        version = isinstance(value, TEST_SHAPES) and self._asks_torch_version(value)
         cuda_or_none = isinstance(value, cst.IfExp) and (
             (self.polarity(value.test) == 1 and _is_none(value.orelse))
             or (self.polarity(value.test) == -1 and _is_none(value.body))
