@@ -16,9 +16,9 @@ from pathlib import Path
 
 import libcst as cst
 
-from portlint.speed.gate import codes_with_triggers_in
 from portlint.config import Overrides, load_settings
 from portlint.settings import Settings
+from portlint.speed.gate import codes_with_triggers_in
 
 
 def parse(path: Path) -> int:

@@ -114,6 +114,19 @@ def _compiles_cuda(call: cst.Call) -> bool:
     return False
 
 
+def _picks_cpu(node: cst.CSTNode) -> bool:
+    """Whether ``node`` names the CPU as a device (``"cpu"``, ``torch.device("cpu")``)."""
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, cst.SimpleString):
+            value = current.evaluated_value
+            if isinstance(value, str) and (value == "cpu" or value.startswith("cpu:")):
+                return True
+        pending.extend(children(current))
+    return False
+
+
 def _is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
 
@@ -152,6 +165,9 @@ class Test:
     # (an `else`, or an early exit): the code of both paths. That is a choice of kernel by the
     # tensor's device, unless one of the paths picks a device by name.
     tensor_paths: tuple[cst.CSTNode, ...] = ()
+    # Its other path picks the CPU (`else: device = "cpu"`): the guard chooses between CUDA and
+    # the CPU, and the check is a finding, whatever the CUDA path does.
+    cpu_otherwise: bool = False
 
 
 REQUIREMENT = "the check of a requirement of CUDA"
@@ -432,6 +448,8 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         role = self.tests.setdefault(test, Test())
         if polarity == -1 and raises:
             role.role = REQUIREMENT
+        other_path = node.orelse if polarity == 1 else node.body if polarity == -1 else None
+        role.cpu_otherwise = other_path is not None and _picks_cpu(other_path)
         if polarity and (node.orelse is not None or exits) and _asks_tensor_is_cuda(test):
             other = (node.orelse,) if node.orelse is not None else self._rest_of_block(node)
             role.tensor_paths = (node.body, *other)
@@ -517,6 +535,8 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
     def visit_IfExp(self, node: cst.IfExp) -> None:
         polarity = self.polarity(node.test)
         role = self.tests.setdefault(node.test, Test())
+        if polarity:
+            role.cpu_otherwise = _picks_cpu(node.orelse if polarity == 1 else node.body)
         if polarity and _asks_tensor_is_cuda(node.test):
             role.tensor_paths = (node.body, node.orelse)
         if polarity:
@@ -904,7 +924,7 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             for tested in cuda_tests
             for value in self.bound.get(dotted_name(tested) or "", [])  # type: ignore[arg-type]
         }
-        if test in cuda_tests or test in held:
+        if (test in cuda_tests or test in held) and not role.cpu_otherwise:
             why = "the check that confines CUDA-only code: `{code}`"
             return Silence("checks", why, test, quoted=test)
         paths = role.tensor_paths
