@@ -181,7 +181,10 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
         positions = wrapper.resolve(PositionProvider)
         return [report.violation(job.path, positions) for report in context.reports]
     guards = GuardAnalysis(
-        settings.guard_functions, settings.platform_inferences, settings.cuda_only_imports
+        settings.guard_functions,
+        settings.platform_inferences,
+        settings.cuda_only_imports,
+        wrapper.source,
     )
     wrapper.visit_batched([*visitors, guards])
     positions = wrapper.resolve(PositionProvider)

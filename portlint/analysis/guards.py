@@ -60,6 +60,9 @@ SKIP_UNLESS = {"skipUnless", "skip_unless", "skipunless"}
 # Words of a test that asks which torch it runs under (`is_torch_greater_or_equal_than_2_7`,
 # `version.parse(torch.__version__)`, `TORCH_VERSION`).
 VERSION_WORDS = {"version", "greater", "less", "older", "newer", "ge", "gt", "lt", "le"}
+# One of these is in the text of any module that tests the torch release: `version` (as in
+# `torch.__version__`, `is_torch_version`, `packaging.version`) or the words around a bound.
+VERSION_TEXT = ("version", "hasattr", "greater", "less", "older", "newer")
 # The expressions a name can be bound to that are tests themselves.
 TEST_SHAPES = (
     cst.Call, cst.Name, cst.Attribute, cst.Comparison, cst.BooleanOperation, cst.UnaryOperation,
@@ -183,6 +186,7 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         guard_functions: tuple[str, ...] = (),
         inferences: frozenset[str] = frozenset(),
         libraries: tuple[str, ...] = (),
+        source: str | None = None,
     ) -> None:
         super().__init__()
         self.guard_functions = set(guard_functions)
@@ -207,6 +211,11 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         self.patched: set[str] = set()
         self.saved: list[tuple[cst.BaseExpression, str]] = []
         self.libraries = libraries
+        # Words a test of the torch release or a portable first choice must hold, looked for
+        # in the module's text before any test's words are (most modules have none).
+        text = source if source is not None else ""
+        self.may_ask_versions = source is None or any(w in text for w in VERSION_TEXT)
+        self.may_prefer_accelerator = source is None or "accelerator" in text
         self.cuda_imports: list[cst.CSTNode] = []  # imports of those libraries in functions
         self.predicates: list[cst.FunctionDef] = []  # functions named as a question about CUDA
         self._guarded_functions: set[cst.FunctionDef] | None = None
@@ -527,6 +536,7 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             isinstance(node.operator, cst.Or)
             and polarity != -1
             and self._infers("fallbacks")
+            and self.may_prefer_accelerator
             and "accelerator" in _words_in(node.left)
         ):
             why = "the fallback of `{code} or ...`"
@@ -550,6 +560,8 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         ``is_torch_greater_or_equal("2.7")``, ``hasattr(torch, "accelerator")``."""
         if dotted_name(test) in self.version_names:
             return True
+        if not self.may_ask_versions:
+            return False
         found = _words_in(test)
         if "torch" not in found or any(names_cuda(word) for word in found):
             return False
