@@ -27,6 +27,8 @@ and why (:class:`Silence`):
 It also records the tests of these guards, so that a finding *in* a test can be judged: the
 check that confines CUDA-only code is not a portability bug (see :meth:`GuardAnalysis.check`).
 The kinds but ``guard`` are inferences the configuration can switch off (``portlint.platform``).
+What a single test says (its polarity, whether it asks about another device or the torch
+release) is read by :class:`~portlint.analysis.guard_tests.GuardTests`, which this class extends.
 """
 
 from __future__ import annotations
@@ -37,105 +39,32 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from portlint.analysis.names import (
-    EXIT_CALLS,
-    LEAVES_BLOCK,
-    argument,
-    block_ends_in,
-    dotted_name,
-    qualified_names,
+from portlint.analysis.guard_tests import (
+    VERSION_TEXT,
+    GuardTests,
+    asks_tensor_is_cuda,
+    code_of,
+    compiles_cuda,
+    is_none,
+    picks_cpu,
+    string_values,
+    words_in,
 )
+from portlint.analysis.names import EXIT_CALLS, LEAVES_BLOCK, argument, block_ends_in, dotted_name
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
-from portlint.analysis.walk import children
 from portlint.calls import call_key, definition_key
 from portlint.facts import CUDA_DEVICE_TYPES, CUDA_ONLY_SHARED_LIBRARIES, OTHER_DEVICES
-from portlint.platform import is_predicate, names_cuda, names_other_device, requires_cuda, words
+from portlint.platform import is_predicate, names_cuda, names_other_device, requires_cuda
 
-GUARD_QUALIFIED = {"torch.cuda.is_available", "torch.cuda.is_initialized"}
-GUARD_ATTRIBUTES = {"is_cuda", "torch.version.cuda", "torch.version.hip"}
-VERSION_ATTRIBUTES = {"torch.version.cuda", "torch.version.hip"}
 SKIP_IF = {"skipif", "skipIf", "skip_if"}
 SKIP_UNLESS = {"skipUnless", "skip_unless", "skipunless"}
-# Words of a test that asks which torch it runs under (`is_torch_greater_or_equal_than_2_7`,
-# `version.parse(torch.__version__)`, `TORCH_VERSION`).
-VERSION_WORDS = {"version", "greater", "less", "older", "newer", "ge", "gt", "lt", "le"}
-# One of these is in the text of any module that tests the torch release: `version` (as in
-# `torch.__version__`, `is_torch_version`, `packaging.version`) or the words around a bound.
-VERSION_TEXT = ("version", "hasattr", "greater", "less", "older", "newer")
 # The expressions a name can be bound to that are tests themselves.
 TEST_SHAPES = (
     cst.Call, cst.Name, cst.Attribute, cst.Comparison, cst.BooleanOperation, cst.UnaryOperation,
 )  # fmt: skip
 # Device types that can share a table keyed by device type with "cuda".
 DEVICE_KEYS = OTHER_DEVICES | {"cpu", "meta", "default"}
-_CODE = cst.Module([])
-
-
-def _string_values(node: cst.BaseExpression) -> list[str] | None:
-    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
-        return [node.evaluated_value]
-    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
-        values = [_string_values(e.value) for e in node.elements]
-        if all(v is not None for v in values):
-            return [s for v in values if v is not None for s in v]
-    return None
-
-
-def _asks_tensor_is_cuda(test: cst.CSTNode) -> bool:
-    """Whether ``test`` asks a tensor's ``.is_cuda`` (not ``self.is_cuda``, a flag)."""
-    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
-        return not (isinstance(test.value, cst.Name) and test.value.value == "self")
-    if isinstance(test, cst.UnaryOperation):
-        return _asks_tensor_is_cuda(test.expression)
-    if isinstance(test, cst.BooleanOperation):
-        return _asks_tensor_is_cuda(test.left) or _asks_tensor_is_cuda(test.right)
-    return False
-
-
-def _words_in(node: cst.CSTNode) -> set[str]:
-    """The words of the names in ``node``'s code (``torch.__version__`` -> torch, version)."""
-    found: set[str] = set()
-    pending = [node]
-    while pending:
-        current = pending.pop()
-        if isinstance(current, cst.Name):
-            found.update(words(current.value))
-        pending.extend(children(current))
-    return found
-
-
-def _compiles_cuda(call: cst.Call) -> bool:
-    """A call given CUDA sources to build (``load(sources=["k.cu"])``, ``load_inline(
-    cuda_sources=...)``, ``load_jit(cuda_files=[...])``): the code runs where nvcc built them."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value in ("cuda_sources", "cuda_files"):
-            return True
-        values = _string_values(arg.value) or []
-        if any(value.endswith((".cu", ".cuh")) for value in values):
-            return True
-    return False
-
-
-def _picks_cpu(node: cst.CSTNode) -> bool:
-    """Whether ``node`` names the CPU as a device (``"cpu"``, ``torch.device("cpu")``)."""
-    pending = [node]
-    while pending:
-        current = pending.pop()
-        if isinstance(current, cst.SimpleString):
-            value = current.evaluated_value
-            if isinstance(value, str) and (value == "cpu" or value.startswith("cpu:")):
-                return True
-        pending.extend(children(current))
-    return False
-
-
-def _is_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
-
-
-def _code(node: cst.CSTNode) -> str:
-    return " ".join(_CODE.code_for_node(node).split())
 
 
 @dataclass(frozen=True, eq=False)
@@ -153,7 +82,7 @@ class Silence:
 
     @property
     def why(self) -> str:
-        return self.text.format(code=_code(self.quoted)) if self.quoted is not None else self.text
+        return self.text.format(code=code_of(self.quoted)) if self.quoted is not None else self.text
 
 
 @dataclass
@@ -178,7 +107,7 @@ DISPATCH = "the check of a dispatch over devices"
 ANSWER = "what a predicate named for CUDA answers"
 
 
-class GuardAnalysis(cst.BatchableCSTVisitor):
+class GuardAnalysis(GuardTests):
     METADATA_DEPENDENCIES = (NameProvider, ParentProvider)
 
     def __init__(
@@ -219,140 +148,6 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         self.cuda_imports: list[cst.CSTNode] = []  # imports of those libraries in functions
         self.predicates: list[cst.FunctionDef] = []  # functions named as a question about CUDA
         self._guarded_functions: set[cst.FunctionDef] | None = None
-
-    # --- What counts as a guard -----------------------------------------------------------
-    def polarity(self, test: cst.BaseExpression) -> int:
-        """+1 when ``test`` being true implies CUDA, -1 when it being false does, else 0."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            return -self.polarity(test.expression)
-        if isinstance(test, cst.BooleanOperation):
-            left, right = self.polarity(test.left), self.polarity(test.right)
-            if isinstance(test.operator, cst.And):
-                return 1 if 1 in (left, right) else 0
-            if -1 in (left, right):
-                return -1
-            return 1 if left == right == 1 else 0
-        if isinstance(test, cst.Call):
-            return 1 if self._is_guard_call(test) else 0
-        if isinstance(test, (cst.Name, cst.Attribute)):
-            return self._name_polarity(test)
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            return self._comparison_polarity(test)
-        return 0
-
-    def _name_polarity(self, test: cst.Name | cst.Attribute) -> int:
-        dotted = dotted_name(test)
-        for scope in reversed(self.guard_names):
-            if dotted in scope:
-                return scope[dotted]
-        last = test.value if isinstance(test, cst.Name) else test.attr.value
-        if last == "is_cuda" or dotted in GUARD_ATTRIBUTES:
-            return 1
-        if isinstance(test, cst.Attribute) and qualified_names(self, test) & GUARD_ATTRIBUTES:
-            return 1
-        # A name (not a call) that names CUDA holds a CUDA-only thing or a CUDA flag
-        # (`if fa_cuda:`, `if self.cuda_stream:`), as does one bound to "a CUDA thing or None".
-        return 1 if names_cuda(last) or dotted in self.cuda_only_values else 0
-
-    def _is_guard_call(self, call: cst.Call) -> bool:
-        dotted = dotted_name(call.func)
-        last = dotted.rsplit(".", 1)[-1] if dotted else ""
-        if dotted in self.guard_functions or (is_predicate(last) and names_cuda(last)):
-            return True
-        if self._may_resolve_to_torch_cuda(call.func, dotted) and qualified_names(
-            self, call.func
-        ) & (GUARD_QUALIFIED | self.guard_functions):
-            return True
-        if dotted is None:
-            return False
-        if last == "startswith" and call.args:
-            values = _string_values(call.args[0].value)
-            return bool(values and all(v in CUDA_DEVICE_TYPES for v in values))
-        if dotted == "isinstance" and len(call.args) == 2:
-            kinds = call.args[1].value
-            classes = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
-            return all(self._names_cuda_constant(c, classes=True) for c in classes)
-        return False
-
-    def _may_resolve_to_torch_cuda(self, node: cst.BaseExpression, dotted: str | None) -> bool:
-        """Whether resolving ``node`` can give a configured guard or a name under ``torch.cuda``:
-        it says ``cuda``, or starts with a name an import binds to something under it (most
-        callees do neither, and resolving is the cost)."""
-        if self.guard_functions or dotted is None:
-            return True
-        names = self.get_metadata(NameProvider, node, None)
-        head = dotted.partition(".")[0]
-        return names is not None and ("cuda" in dotted or head in names.names_imported_from("cuda"))
-
-    def _names_cuda_constant(self, node: cst.BaseExpression, classes: bool = False) -> bool:
-        """A constant or enum member that names CUDA or GPUs (``DistributedType.MULTI_GPU``,
-        ``CUDA_DISTRIBUTED_TYPES``), ``torch.cuda`` itself, or (``classes``) a class named for
-        CUDA."""
-        dotted = dotted_name(node)
-        if dotted is None:
-            return False
-        last = dotted.rsplit(".", 1)[-1]
-        if self._may_resolve_to_torch_cuda(node, dotted) and "torch.cuda" in qualified_names(
-            self, node
-        ):
-            return True
-        if classes:
-            return names_cuda(last) and not names_other_device(last)
-        return last.isupper() and (names_cuda(last) or "gpu" in words(last))
-
-    def _comparison_polarity(self, test: cst.Comparison) -> int:
-        target = test.comparisons[0]
-        operator = target.operator
-        positive = isinstance(operator, (cst.Equal, cst.In, cst.Is))
-        negative = isinstance(operator, (cst.NotEqual, cst.NotIn, cst.IsNot))
-        if (
-            isinstance(target.comparator, cst.Name)
-            and target.comparator.value == "None"
-            and (
-                dotted_name(test.left) in VERSION_ATTRIBUTES
-                or qualified_names(self, test.left) & VERSION_ATTRIBUTES
-            )
-        ):  # `torch.version.hip is not None`: a ROCm (or CUDA) build
-            return {cst.IsNot: 1, cst.Is: -1}.get(type(operator), 0)
-        if (
-            isinstance(target.comparator, cst.Name)
-            and target.comparator.value == "None"
-            and dotted_name(test.left) in self.cuda_only_values
-        ):  # `self.alt_stream is not None`, where it is a CUDA stream or None
-            return {cst.IsNot: 1, cst.Is: -1}.get(type(operator), 0)
-        values = _string_values(target.comparator) or _string_values(test.left)
-        if values:
-            if not all(v in CUDA_DEVICE_TYPES for v in values):
-                return 0
-        elif not any(self._names_cuda_constant(side) for side in (test.left, target.comparator)):
-            return 0
-        return 1 if positive else -1 if negative else 0
-
-    def other_device(self, test: cst.BaseExpression, cpu: bool = True) -> bool:
-        """Whether ``test`` asks about a device other than CUDA (``is_xpu()``,
-        ``torch.xpu.is_available()``, ``device.type == "npu"``; with ``cpu``, the CPU too)."""
-        if isinstance(test, cst.UnaryOperation):
-            return self.other_device(test.expression, cpu)
-        if isinstance(test, cst.BooleanOperation):
-            return self.other_device(test.left, cpu) or self.other_device(test.right, cpu)
-        if isinstance(test, cst.Comparison):
-            values = [
-                v
-                for side in (test.left, *(c.comparator for c in test.comparisons))
-                for v in (_string_values(side) or [])
-            ]
-            devices = OTHER_DEVICES | ({"cpu"} if cpu else set())
-            return bool(values) and all(v in devices for v in values)
-        name = dotted_name(test.func if isinstance(test, cst.Call) else test)
-        if name is None:
-            return False
-        last = name.rsplit(".", 1)[-1]
-        if not isinstance(test, cst.Call) and names_other_device(last):
-            return True  # a flag about another device: `if fa_xpu:`
-        if not (is_predicate(last) or last == "is_available"):
-            return False
-        found = words(name)
-        return any(w in OTHER_DEVICES for w in found) or (cpu and "cpu" in found)
 
     # --- Recording guarded code ------------------------------------------------------------
     def _mark(self, node: cst.CSTNode, silence: Silence) -> None:
@@ -414,8 +209,8 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         # (Only a value shaped as a test can be one; looking into others costs.)
         version = isinstance(value, TEST_SHAPES) and self._asks_torch_version(value)
         cuda_or_none = isinstance(value, cst.IfExp) and (
-            (self.polarity(value.test) == 1 and _is_none(value.orelse))
-            or (self.polarity(value.test) == -1 and _is_none(value.body))
+            (self.polarity(value.test) == 1 and is_none(value.orelse))
+            or (self.polarity(value.test) == -1 and is_none(value.body))
         )
         for target in targets:
             name = dotted_name(target)
@@ -458,8 +253,8 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         if polarity == -1 and raises:
             role.role = REQUIREMENT
         other_path = node.orelse if polarity == 1 else node.body if polarity == -1 else None
-        role.cpu_otherwise = other_path is not None and _picks_cpu(other_path)
-        if polarity and (node.orelse is not None or exits) and _asks_tensor_is_cuda(test):
+        role.cpu_otherwise = other_path is not None and picks_cpu(other_path)
+        if polarity and (node.orelse is not None or exits) and asks_tensor_is_cuda(test):
             other = (node.orelse,) if node.orelse is not None else self._rest_of_block(node)
             role.tensor_paths = (node.body, *other)
         if polarity == 1:
@@ -537,7 +332,7 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             and polarity != -1
             and self._infers("fallbacks")
             and self.may_prefer_accelerator
-            and "accelerator" in _words_in(node.left)
+            and "accelerator" in words_in(node.left)
         ):
             why = "the fallback of `{code} or ...`"
             self._mark(node.right, Silence("fallbacks", why, node, quoted=node.left))
@@ -546,26 +341,14 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         polarity = self.polarity(node.test)
         role = self.tests.setdefault(node.test, Test())
         if polarity:
-            role.cpu_otherwise = _picks_cpu(node.orelse if polarity == 1 else node.body)
-        if polarity and _asks_tensor_is_cuda(node.test):
+            role.cpu_otherwise = picks_cpu(node.orelse if polarity == 1 else node.body)
+        if polarity and asks_tensor_is_cuda(node.test):
             role.tensor_paths = (node.body, node.orelse)
         if polarity:
             silence = self._guard(node.test, node, "`... if {code} else ...`")
             self._mark(node.body if polarity == 1 else node.orelse, silence)
         elif self._infers("fallbacks") and self._asks_torch_version(node.test):
             self._fallback_arms(node.body, node.orelse, node, node.test)
-
-    def _asks_torch_version(self, test: cst.BaseExpression) -> bool:
-        """A test of the torch release (or of a torch attribute's presence) that names no CUDA:
-        ``is_torch_greater_or_equal("2.7")``, ``hasattr(torch, "accelerator")``."""
-        if dotted_name(test) in self.version_names:
-            return True
-        if not self.may_ask_versions:
-            return False
-        found = _words_in(test)
-        if "torch" not in found or any(names_cuda(word) for word in found):
-            return False
-        return bool(VERSION_WORDS & found) or "hasattr" in found
 
     def _fallback_arms(
         self, body: cst.CSTNode, orelse: cst.CSTNode | None, shown: cst.CSTNode, test: cst.CSTNode
@@ -574,7 +357,7 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         is the fallback for the other torch."""
         if orelse is None:
             return
-        uses = {arm: "cuda" in _words_in(arm) for arm in (body, orelse)}
+        uses = {arm: "cuda" in words_in(arm) for arm in (body, orelse)}
         for arm, cuda in uses.items():
             if cuda and not any(other for a, other in uses.items() if a is not arm):
                 why = "the arm for another torch release of `{code}`"
@@ -586,7 +369,7 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         if not self._infers("dispatch"):
             return
         keyed = [
-            (element, _string_values(element.key)) for element in node.elements
+            (element, string_values(element.key)) for element in node.elements
             if isinstance(element, cst.DictElement)
         ]  # fmt: skip
         keys = {k for _, ks in keyed for k in ks or ()}
@@ -609,7 +392,7 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
         """``TABLE["cuda"] = torch.cuda.synchronize``: an entry of a table keyed by device type."""
         if isinstance(target, cst.Subscript) and len(target.slice) == 1:
             index = target.slice[0].slice
-            key = _string_values(index.value) if isinstance(index, cst.Index) else None
+            key = string_values(index.value) if isinstance(index, cst.Index) else None
             if key and set(key) <= CUDA_DEVICE_TYPES:
                 why = "the CUDA entry of a table keyed by device type"
                 self._mark(value, Silence("dispatch", why, target))
@@ -808,11 +591,11 @@ class GuardAnalysis(cst.BatchableCSTVisitor):
             if self._infers("checks"):
                 why = "the target of a patch, not a use: `{code}`"
                 self._mark(node.args[0].value, Silence("checks", why, node, quoted=node))
-        elif self._infers("imports") and _compiles_cuda(node):
+        elif self._infers("imports") and compiles_cuda(node):
             why = "compiles CUDA sources: `{code}`"
             self._mark_function_or_module(node, why, node)
         elif self._infers("imports") and last in ("CDLL", "LoadLibrary") and node.args:
-            loaded = _string_values(node.args[0].value) or []
+            loaded = string_values(node.args[0].value) or []
             if any(library in text for text in loaded for library in CUDA_ONLY_SHARED_LIBRARIES):
                 self._mark_function_or_module(
                     node, "loads {code}, a library of NVIDIA's or AMD's driver", node.args[0].value
