@@ -72,7 +72,10 @@ def main() -> int:
         print(f"{tree} (medians of {args.rounds}):")
         for name, (wall, cpu) in medians.items():
             ratio = f"  {wall / ruff_wall:5.1f}x ruff wall, {cpu / ruff_cpu:5.1f}x CPU"
-            print(f"  {name:16} {wall:6.2f} s wall {cpu:6.2f} s CPU" + ("" if "ruff" in name else ratio))
+            print(
+                f"  {name:16} {wall:6.2f} s wall {cpu:6.2f} s CPU"
+                + ("" if "ruff" in name else ratio)
+            )
     if args.out:
         args.out.write_text(json.dumps(results, indent=2) + "\n")
     return 0

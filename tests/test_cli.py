@@ -284,7 +284,10 @@ def test_rules_and_rule_docs(tmp_path):
 
     # Every rule, in code order, each with its name from its own declaration.
     rows = [line.split()[:2] for line in listing.stdout.splitlines()]
-    assert rows == [["CODE", "NAME"], *([code, entry.name] for code, entry in sorted(CATALOG.items()))]
+    assert rows == [
+        ["CODE", "NAME"],
+        *([code, entry.name] for code, entry in sorted(CATALOG.items())),
+    ]
     docs = run_cli("rule", "port201", cwd=tmp_path)
     assert docs.returncode == 0 and docs.stdout.startswith("# PORT201 (new-tensor-inherits-int64)")
     assert "## Why is this bad?" in docs.stdout
