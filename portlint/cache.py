@@ -29,7 +29,7 @@ from portlint.settings import Settings
 CACHE_DIR = ".portlint_cache"
 
 
-def _build_stamp() -> str:
+def build_stamp() -> str:
     """portlint's version and its source files (so a development checkout never reads a table
     that an older state of the code wrote)."""
     package = Path(portlint.__file__).parent
@@ -52,7 +52,7 @@ def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def _stamp(info: os.stat_result) -> list[int]:
+def file_stamp(info: os.stat_result) -> list[int]:
     return [info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
@@ -75,7 +75,7 @@ def _load(path: str, row: list) -> Violation:
 
 class Cache:
     def __init__(self, root: Path, settings: Settings, fix_edits: bool) -> None:
-        key = json.dumps([_build_stamp(), _settings_key(settings), fix_edits], sort_keys=True)
+        key = json.dumps([build_stamp(), _settings_key(settings), fix_edits], sort_keys=True)
         name = hashlib.sha256(key.encode()).hexdigest()[:20]
         self.folder = root / CACHE_DIR
         self.file = self.folder / f"{name}.json"
@@ -97,7 +97,7 @@ class Cache:
             info = os.stat(path)
         except OSError:
             return None
-        if entry is None or entry[0] != _stamp(info):
+        if entry is None or entry[0] != file_stamp(info):
             return None
         return [_load(path, row) for row in entry[2]]
 
@@ -107,7 +107,7 @@ class Cache:
         if entry is None or entry[1] != data_digest:
             return None
         with contextlib.suppress(OSError):
-            entry[0] = _stamp(os.stat(path))
+            entry[0] = file_stamp(os.stat(path))
             self.changed = True
         return [_load(path, row) for row in entry[2]]
 
@@ -117,7 +117,7 @@ class Cache:
         except OSError:
             return
         rows = [_dump(v) for v in violations]
-        self.entries[self._key(path)] = [_stamp(info), data_digest, rows]
+        self.entries[self._key(path)] = [file_stamp(info), data_digest, rows]
         self.changed = True
 
     def save(self) -> None:

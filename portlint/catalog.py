@@ -49,7 +49,7 @@ CATALOG: dict[str, Entry] = {
     'PORT202': Entry(
         module='port202_implicit_int64_into_triton',
         name='implicit-int64-into-triton',
-        triggers=('triton.jit', 'import jit'),
+        triggers=('triton.jit', 'import jit', ']('),
         guardable=False,
         evidence=(evidence.LAUNCH, evidence.INT64_ORIGIN,),
         at_launches=True,

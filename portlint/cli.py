@@ -255,7 +255,7 @@ def _check(options: CheckOptions) -> int:
     try:
         result = lint_files(
             files, settings, options.jobs, progress, fix_edits, cache, speedups=True,
-            show_silenced=options.show_silenced,
+            show_silenced=options.show_silenced, project=True,
         )  # fmt: skip
     finally:
         progress.close()
@@ -270,7 +270,7 @@ def _check(options: CheckOptions) -> int:
     applied: Counter[tuple[str, str]] = Counter()
     if options.fix or options.diff:
         violations, applied, changed_any, fix_errors = _apply_fixes(
-            violations, settings, options.unsafe_fixes, options.diff
+            violations, settings, options.unsafe_fixes, options.diff, result.project
         )
         result.internal_errors.extend(fix_errors)
         if options.diff:
@@ -392,7 +392,7 @@ def _add_noqa(violations: list[Violation], errors: list[str]) -> int:
     return EXIT_ERROR if errors else EXIT_CLEAN
 
 
-def _apply_fixes(violations, settings, unsafe: bool, diff_only: bool):
+def _apply_fixes(violations, settings, unsafe: bool, diff_only: bool, project=None):
     """Fix every file with an applicable fix; return what is left, what was fixed, and errors."""
     paths = sorted(
         {v.path for v in violations if v.fix and (unsafe or v.fix.applicability == SAFE)}
@@ -403,7 +403,7 @@ def _apply_fixes(violations, settings, unsafe: bool, diff_only: bool):
     remaining = [v for v in violations if v.path not in paths]
     for path in paths:
         original = read_source(path)
-        outcome = fix_source(path, original, settings, unsafe)
+        outcome = fix_source(path, original, settings, unsafe, project)
         for dropped in outcome.dropped:
             click.echo(f"portlint: warning: fix dropped: {dropped}", err=True)
         if outcome.source == original:

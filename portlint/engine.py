@@ -7,6 +7,7 @@ The API returns results and never prints; the CLI does the printing.
 
 from __future__ import annotations
 
+import ast
 import io
 import os
 import stat
@@ -20,8 +21,13 @@ from typing import TYPE_CHECKING, NamedTuple
 from portlint.atomic import write_atomically
 from portlint.cache import Cache, digest
 from portlint.findings import SAFE, Fix, Silenced, Violation, apply_edits, overlaps
+from portlint.index.int64 import INT64_CODES
+from portlint.index.project import Project, module_name
+from portlint.index.reading import read_module
+from portlint.index.store import IndexStore
 from portlint.registry import BrokenRules
 from portlint.settings import Settings
+from portlint.speed.cut import UNPARSED, Unparsed, parse_ast
 from portlint.speed.gate import codes_with_triggers_in
 
 if TYPE_CHECKING:
@@ -41,6 +47,8 @@ class RunResult:
     files_parsed: int = 0
     # The findings that the code's account of its platform silenced (where asked for).
     silenced: list[Silenced] = field(default_factory=list)
+    # What the modules of the run say of each other (None: the run was linted file by file).
+    project: Project | None = None
 
 
 class SourceError(Exception):
@@ -113,6 +121,8 @@ def lint_source(
     codes: list[str] | None = None,
     speedups: bool = False,
     silenced: list[Silenced] | None = None,
+    tree: ast.Module | Unparsed | None = UNPARSED,
+    facts: dict | None = None,
 ) -> list[Violation]:
     """Lint one file's text: findings after suppressions, or one diagnostic if it does not parse.
 
@@ -123,6 +133,10 @@ def lint_source(
     ``speedups``: the process-wide shortcuts of :mod:`portlint.speed.process` (off: nothing
     outside this call changes while it runs). ``silenced``, where given, gets the findings that
     the code's account of its platform silenced, with the reasons (``--show-silenced``).
+    ``tree``: Python's parse of ``source``, where the caller has it (None: it does not parse).
+    ``facts``: the file's facts for the project index (:func:`portlint.index.reading.read_module`),
+    where the caller joins them with the other files' and judges the findings with the whole
+    project (the rules' notes are added to them); without them the file is judged alone.
     """
     enabled = settings.codes_for(path)
     if codes is None:
@@ -131,7 +145,28 @@ def lint_source(
         return []
     from portlint.visit import lint_parsed  # LibCST and the rules: only for files that need them
 
-    return lint_parsed(path, source, settings, codes, enabled, fix_edits, speedups, silenced)
+    notes: dict[str, list] = {}
+    found = lint_parsed(
+        path, source, settings, codes, enabled, fix_edits, speedups, silenced, tree, notes
+    )
+    if facts is not None:
+        facts["notes"] = notes
+        return found
+    return judged_alone(path, source, settings, found, notes)
+
+
+def judged_alone(
+    path: str, source: str, settings: Settings, found: list[Violation], notes: dict[str, list]
+) -> list[Violation]:
+    """``found`` (the findings of ``source``, whose rules left ``notes``) judged as a project of
+    this one file: its int64 findings by its own kernels (:mod:`portlint.index.int64`)."""
+    if not any(v.code in INT64_CODES for v in found):
+        return found
+    tree = parse_ast(source)
+    if tree is None:
+        return found
+    alone = {**read_module(tree, frozenset()), "notes": notes}
+    return sorted(Project({path: alone}, settings).judge(found, None))
 
 
 @dataclass
@@ -147,13 +182,30 @@ def _applicable(violation: Violation, unsafe: bool) -> Fix | None:
     return fix if fix is not None and (fix.applicability == SAFE or unsafe) else None
 
 
-def fix_source(path: str, source: str, settings: Settings, unsafe: bool = False) -> FixResult:
-    """Apply the fixes of ``source``'s findings, round after round, checking each one parses."""
+def fix_source(
+    path: str,
+    source: str,
+    settings: Settings,
+    unsafe: bool = False,
+    project: Project | None = None,
+) -> FixResult:
+    """Apply the fixes of ``source``'s findings, round after round, checking each one parses.
+    ``project``: the run's project index, whose silences apply to each round as to the check."""
     from portlint.visit import parses
+
+    def findings(text: str) -> list[Violation]:
+        if project is None or path not in project.facts:
+            return lint_source(path, text, settings)
+        tree = parse_ast(text)
+        facts = read_module(tree, project.packages) if tree is not None else None
+        found = lint_source(path, text, settings, tree=tree, facts=facts)
+        if facts is not None:
+            project.update(path, facts)
+        return sorted(project.judge(found, None))
 
     result = FixResult(source)
     for _ in range(MAX_FIX_ROUNDS):
-        result.violations = lint_source(path, result.source, settings)
+        result.violations = findings(result.source)
         chosen: list[tuple[Violation, Fix]] = []
         for violation in result.violations:
             fix = _applicable(violation, unsafe)
@@ -175,7 +227,7 @@ def fix_source(path: str, source: str, settings: Settings, unsafe: bool = False)
         if not applied_this_round:
             break
     else:
-        result.violations = lint_source(path, result.source, settings)
+        result.violations = findings(result.source)
     return result
 
 
@@ -186,9 +238,11 @@ class Job(NamedTuple):
     source: str
     settings: Settings
     fix_edits: bool
-    codes: list[str]  # what the text gate said of it
+    codes: list[str]  # what the text gate said of it (none: it is only read for the index)
     speedups: bool
     show_silenced: bool
+    # The top-level packages of the run's tree, where the project index wants the file's facts.
+    packages: frozenset[str] | None = None
 
 
 class Outcome(NamedTuple):
@@ -196,16 +250,25 @@ class Outcome(NamedTuple):
     violations: list[Violation]
     silenced: list[Silenced]
     error: str | None  # an internal error, where linting it crashed
+    facts: dict | None = None  # what the project index reads of it (None: not asked, or no parse)
+    linted: bool = True  # whether the rules ran on it (not: it was only read for the index)
 
 
 def _lint_job(job: Job) -> Outcome:
     silenced: list[Silenced] | None = [] if job.show_silenced else None
     try:
-        found = lint_source(
-            job.path, job.source, job.settings, fix_edits=job.fix_edits, codes=job.codes,
-            speedups=job.speedups, silenced=silenced,
-        )  # fmt: skip
-        return Outcome(job.path, found, silenced or [], None)
+        tree: ast.Module | Unparsed | None = UNPARSED
+        facts = None
+        if job.packages is not None:
+            tree = parse_ast(job.source)
+            facts = read_module(tree, job.packages) if tree is not None else None
+        found: list[Violation] = []
+        if job.codes:
+            found = lint_source(
+                job.path, job.source, job.settings, fix_edits=job.fix_edits, codes=job.codes,
+                speedups=job.speedups, silenced=silenced, tree=tree, facts=facts,
+            )  # fmt: skip
+        return Outcome(job.path, found, silenced or [], None, facts, bool(job.codes))
     except BrokenRules:
         raise  # portlint itself is broken, not this file: the run must stop
     except Exception as error:  # a crash on one file must not end the run
@@ -222,6 +285,7 @@ def lint_files(
     cache: Cache | None = None,
     speedups: bool = False,
     show_silenced: bool = False,
+    project: bool = False,
 ) -> RunResult:
     """Lint ``files``; ``progress(done, total)`` is called as parsed files complete.
 
@@ -229,14 +293,23 @@ def lint_files(
     and their results are stored (the caller saves the cache). ``speedups``: as for
     :func:`lint_source` (the command line turns them on). ``show_silenced``: collect the
     silenced findings too (``result.silenced``; the cache holds none, so pass none).
+    ``project``: join the files into a project index (:mod:`portlint.index.project`) and apply
+    what it says of each finding; its facts are kept beside the cache, where there is one. The
+    cache holds each file's own findings, before the index speaks.
     """
     result = RunResult(files_checked=len(files))
     digests: dict[str, str] = {}
+    packages = _top_packages(files) if project else None
+    store = IndexStore(cache.folder.parent, packages) if cache and packages is not None else None
+    facts: dict[str, dict] = {}
     with _Runner(jobs or os.cpu_count() or 1, len(files)) as runner:
         for file in files:
             path = str(file)
             cached = cache.lookup(path) if cache else None
-            if cached is not None:
+            known = store.lookup(path) if store else None
+            if known is not None:
+                facts[path] = known
+            if cached is not None and (packages is None or known is not None):
                 result.violations.extend(cached)
                 continue
             try:
@@ -247,14 +320,26 @@ def lint_files(
                 continue
             if cache:
                 digests[path] = digest(data)
-                cached = cache.lookup_content(path, digests[path])
-                if cached is not None:
+                cached = cached or cache.lookup_content(path, digests[path])
+                known = known or (store.lookup(path, digests[path]) if store else None)
+                if known is not None:
+                    facts[path] = known
+                if cached is not None and (packages is None or known is not None):
                     result.violations.extend(cached)
                     continue
-            codes = codes_with_triggers_in(source, settings.codes_for(path))
-            if codes:
+            index = packages if packages is not None and known is None else None
+            codes = (
+                []
+                if cached is not None
+                else codes_with_triggers_in(source, settings.codes_for(path))
+            )
+            if cached is not None:  # (its facts only are missing)
+                result.violations.extend(cached)
+            elif not codes and cache:
+                cache.store(path, digests[path], [])
+            if codes or index is not None:
                 runner.submit(
-                    Job(path, source, settings, fix_edits, codes, speedups, show_silenced)
+                    Job(path, source, settings, fix_edits, codes, speedups, show_silenced, index)
                 )
             elif cache:
                 cache.store(path, digests[path], [])
@@ -262,13 +347,29 @@ def lint_files(
         for outcome in runner.results(progress):
             result.violations.extend(outcome.violations)
             result.silenced.extend(outcome.silenced)
+            if outcome.facts is not None:
+                facts[outcome.path] = outcome.facts
+                if store:
+                    store.store(outcome.path, digests[outcome.path], outcome.facts)
             if outcome.error:
                 result.internal_errors.append(outcome.error)
-            elif cache:
+            elif cache and outcome.linted:
                 cache.store(outcome.path, digests[outcome.path], outcome.violations)
+    if store:
+        store.save()
+    if packages is not None:
+        result.project = Project(facts, settings, packages)
+        silenced = result.silenced if show_silenced else None
+        result.violations = result.project.judge(result.violations, silenced)
     result.violations.sort()
     result.silenced.sort()
     return result
+
+
+def _top_packages(files: list[Path]) -> frozenset[str]:
+    """The top-level packages (and modules) that ``files`` belong to, as Python imports them."""
+    folders: dict[str, str] = {}
+    return frozenset(module_name(str(file), folders).split(".")[0] for file in files)
 
 
 class _Runner:

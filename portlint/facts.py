@@ -71,6 +71,13 @@ NOT_WARMUPS = frozenset(
     )
 )  # fmt: skip
 
+# --- Control flow -------------------------------------------------------------------------
+# Calls that never return: they raise (a test's skip) or end the process.
+EXIT_CALLS = frozenset({
+    "pytest.skip", "pytest.fail", "pytest.exit", "self.skipTest", "sys.exit", "os._exit", "exit",
+    "quit",
+})  # fmt: skip
+
 # --- Platforms ----------------------------------------------------------------------------
 # Libraries that exist only for NVIDIA GPUs or only for AMD ones (ROCm, whose torch device type is
 # "cuda" too), by import name: a module that imports one unconditionally at its top level runs

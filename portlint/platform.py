@@ -13,7 +13,10 @@ Each inference has a kind, which the configuration can switch off (``platform-in
 - ``tests``: a test skipped unless CUDA (a skip marker, a ``require_cuda``-like decorator);
 - ``dispatch``: a dispatch over devices (``if is_xpu(): ... else:``, a table keyed by device type);
 - ``checks``: the flagged call is the check that confines code to CUDA, not a use of it;
-- ``fallbacks``: a CUDA call kept only for an older torch, or behind a portable first choice.
+- ``fallbacks``: a CUDA call kept only for an older torch, or behind a portable first choice;
+- ``callers`` and ``rebinds``: what other modules of the project say (every use of a function, or
+  every import of a module, runs only on CUDA; the project rebinds a ``torch.cuda`` attribute to
+  its own object): :mod:`portlint.index.project`.
 """
 
 from __future__ import annotations
@@ -22,13 +25,15 @@ import ast
 import functools
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
 from portlint.facts import CUDA_ARCHITECTURE, CUDA_WORDS, OTHER_DEVICES
 
-INFERENCES = ("imports", "names", "tests", "dispatch", "checks", "fallbacks")
+INFERENCES = (
+    "imports", "names", "tests", "dispatch", "checks", "fallbacks", "callers", "rebinds",
+)  # fmt: skip
 
 # A name's words: `forward_cuda` -> forward, cuda; `CUDAOpBuilder` -> cuda, op, builder;
 # `fmha_sm100` -> fmha, sm100 (an architecture keeps its digits).
@@ -121,8 +126,21 @@ def module_platform(
     """Whether the module at ``path`` (relative to ``root``, the project's folder) runs only on
     CUDA: it imports one of ``libraries`` unconditionally at its top level (``imports``), or its
     file or a folder below the project's root is named for CUDA or ROCm (``names``)."""
-    if "imports" in inferences and tree is not None:
-        found = top_level_import_of(tree, tuple(libraries))
+    imports = top_level_imports(tree) if tree is not None else ()
+    return module_platform_from(path, root, imports, libraries, inferences)
+
+
+def module_platform_from(
+    path: str,
+    root: str,
+    imports: Iterable[Sequence],
+    libraries: Iterable[str],
+    inferences: frozenset[str],
+) -> ModulePlatform | None:
+    """:func:`module_platform`, from the module's top-level imports as :func:`top_level_imports`
+    gives them (name, line): the project index keeps them, not the tree."""
+    if "imports" in inferences:
+        found = first_import_of(imports, tuple(libraries))
         if found:
             module, line = found
             return ModulePlatform(
@@ -151,19 +169,27 @@ def _parts_below(path: str, root: str) -> list[str]:
     return [p for p in parts if p not in ("..", ".")]
 
 
-def top_level_import_of(tree: ast.Module, libraries: tuple[str, ...]) -> tuple[str, int] | None:
-    """The first module-level import (not in a ``try``, an ``if`` or a function) of one of
-    ``libraries`` (``cutlass`` matches ``import cutlass.cute``, ``from cuda import bindings``
-    matches ``cuda.bindings``), with its line."""
+def top_level_imports(tree: ast.Module) -> Iterator[tuple[str, int]]:
+    """The modules the module imports at its top level (not in a ``try``, an ``if`` or a
+    function), with their lines: ``from cuda import bindings`` gives ``cuda`` and
+    ``cuda.bindings``. Relative imports are left out."""
     for node in tree.body:
         if isinstance(node, ast.Import):
-            imported = [alias.name for alias in node.names]
+            for alias in node.names:
+                yield alias.name, node.lineno
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            imported = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
-        else:
-            continue
-        for name in imported:
-            for library in libraries:
-                if name == library or name.startswith(f"{library}."):
-                    return library, node.lineno
+            yield node.module, node.lineno
+            for alias in node.names:
+                yield f"{node.module}.{alias.name}", node.lineno
+
+
+def first_import_of(
+    imports: Iterable[Sequence], libraries: tuple[str, ...]
+) -> tuple[str, int] | None:
+    """The first of ``imports`` (name, line) of one of ``libraries`` (``cutlass`` matches
+    ``cutlass.cute``), as the library and the line."""
+    for name, line in imports:
+        for library in libraries:
+            if name == library or name.startswith(f"{library}."):
+                return library, line
     return None

@@ -6,7 +6,7 @@ import inspect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import libcst as cst
 from libcst.metadata import CodeRange, ProviderT
@@ -69,6 +69,9 @@ class FileContext:
     # False: a fix is described (applicability, message) but its edits are not computed, which
     # costs a rewrite of the module per finding; reports that only show "[*]" do not need them.
     fix_edits: bool = True
+    # What rules tell the project index beside their reports (portlint.index.project reads it):
+    # per kind, rows whose CST nodes are given as their positions, [line, column].
+    notes: dict[str, list[list[Any]]] = field(default_factory=dict)
 
 
 # The sections every rule's documentation has, in this order.

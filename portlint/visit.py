@@ -6,8 +6,10 @@ Imported by the engine only for files that pass the text gate.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 import libcst as cst
 from libcst.metadata import BatchableMetadataProvider, MetadataWrapper, ProviderT
@@ -23,7 +25,7 @@ from portlint.registry import all_rules
 from portlint.rule import FileContext, Rule
 from portlint.rules.port001_unused_noqa import UnusedNoqa
 from portlint.settings import Settings
-from portlint.speed.cut import NOTHING, parse_ast, slice_source, source_line
+from portlint.speed.cut import NOTHING, UNPARSED, Unparsed, parse_ast, slice_source, source_line
 from portlint.speed.gate import shows_evidence
 from portlint.speed.process import parse_unvalidated, without_cycle_collection
 from portlint.suppression import apply_suppressions, marker_lines
@@ -38,6 +40,8 @@ def lint_parsed(
     fix_edits: bool,
     speedups: bool = False,
     silenced: list[Silenced] | None = None,
+    tree: ast.Module | Unparsed | None = UNPARSED,
+    notes: dict[str, list] | None = None,
 ) -> list[Violation]:
     """Run the rules ``codes`` on ``source``, apply suppressions, then check unused ``noqa``.
 
@@ -47,13 +51,16 @@ def lint_parsed(
     that runs only on CUDA as a whole (``portlint.platform.module_platform``) the device rules do
     not run at all, unless ``silenced`` asks what they would have said. ``speedups``: the
     process-wide shortcuts of :mod:`portlint.speed.process`. ``silenced``, where given, gets the
-    findings that the code's account of its platform silenced, with the reasons."""
+    findings that the code's account of its platform silenced, with the reasons. ``tree``:
+    Python's parse of ``source``, where the caller has one. ``notes``, where given, gets what
+    the rules tell the project index (:attr:`FileContext.notes`, nodes given as positions)."""
     rules = [all_rules()[code] for code in codes]
     shown = {  # (the nine PORT4xx rules share theirs: looked for once)
         evidence: shows_evidence(source, evidence) for evidence in {rule.evidence for rule in rules}
     }
     visiting = [rule for rule in rules if rule is not UnusedNoqa and shown[rule.evidence]]
-    tree = parse_ast(source) if visiting else None
+    if tree is UNPARSED:
+        tree = parse_ast(source) if visiting else None
     module = None
     if any(rule.guardable for rule in visiting):
         module = module_platform(
@@ -64,7 +71,7 @@ def lint_parsed(
     violations: list[Violation] = []
     if visiting:
         with without_cycle_collection() if speedups else nullcontext():
-            job = _Job(path, source, tree, settings, fix_edits, speedups, silenced, module)
+            job = _Job(path, source, tree, settings, fix_edits, speedups, silenced, module, notes)
             violations = _violations(job, visiting)
     violations = _waived(violations, source, settings, silenced)
     kept, used = apply_suppressions(violations, source)
@@ -85,6 +92,7 @@ class _Job:
     speedups: bool
     silenced: list[Silenced] | None
     module: ModulePlatform | None  # why the whole module runs only on CUDA, if it does
+    notes: dict[str, list] | None  # where to give the rules' notes to the project index
 
 
 def _waived(
@@ -179,6 +187,7 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
     if not guardable:
         wrapper.visit_batched(visitors)
         positions = wrapper.resolve(PositionProvider)
+        _give_notes(job, context, positions)
         return [report.violation(job.path, positions) for report in context.reports]
     guards = GuardAnalysis(
         settings.guard_functions,
@@ -188,6 +197,7 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
     )
     wrapper.visit_batched([*visitors, guards])
     positions = wrapper.resolve(PositionProvider)
+    _give_notes(job, context, positions)
     whole = Silence(job.module.kind, job.module.why) if job.module is not None else None
     kept, quiet = silence(context.reports, guards, guardable, whole)
     if job.silenced is not None:
@@ -198,6 +208,22 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
             violation = report.violation(job.path, positions)
             job.silenced.append(Silenced(violation, reason.kind, reason.why, line))
     return [report.violation(job.path, positions) for report in kept]
+
+
+def _give_notes(job: _Job, context: FileContext, positions: Mapping) -> None:
+    """The rules' notes, each node in them given as its position ``[line, column]``."""
+
+    def placed(value: Any) -> Any:
+        if isinstance(value, cst.CSTNode):
+            start = positions[value].start
+            return [start.line, start.column + 1]
+        if isinstance(value, (list, tuple)):
+            return [placed(item) for item in value]
+        return value
+
+    if job.notes is not None:
+        for kind, rows in context.notes.items():
+            job.notes.setdefault(kind, []).extend(placed(row) for row in rows)
 
 
 def parses(source: str) -> bool:

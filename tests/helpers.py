@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from portlint.catalog import CATALOG
-from portlint.engine import lint_source
+from portlint.engine import judged_alone, lint_source
 from portlint.findings import Violation
 from portlint.settings import Settings
 
@@ -59,8 +59,9 @@ def lint_all_ways(source: str, codes: frozenset[str]) -> dict[str, tuple[list, l
     module = module_platform(
         "case.py", settings.root, tree, settings.cuda_only_imports, settings.platform_inferences
     )
-    job = visit._Job("case.py", source, tree, settings, False, False, silenced, module)
-    violations = visit._violations(job, rules)
+    notes: dict[str, list] = {}
+    job = visit._Job("case.py", source, tree, settings, False, False, silenced, module, notes)
+    violations = judged_alone("case.py", source, settings, visit._violations(job, rules), notes)
     kept, used = apply_suppressions(violations, source)
     if UnusedNoqa.code in codes:
         kept += UnusedNoqa.check("case.py", source, used, codes)

@@ -17,7 +17,7 @@ SOURCES = {
     "src/a.py": 'import torch\ndevice = torch.device("cuda")\n',
     "src/b.py": "import torch\ntorch.cuda.synchronize()\ny = x.cuda()\n",
     "src/c.py": "x = 1\n",
-    "src/d.py": "import torch\ns = torch.arange(3)\nn = s.new_empty(3)\n",
+    "src/d.py": "import torch\ns = torch.arange(3)\nn = s.new_empty(3)\nconsume(n)\n",
 }
 
 

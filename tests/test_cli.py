@@ -77,7 +77,7 @@ def test_json_output_uses_ruff_field_names(project):
 
 
 def test_likely_findings_are_marked_in_text_and_json(tmp_path):
-    write(tmp_path, "a.py", "import torch\ns = torch.arange(4)\nn = s.new_empty(4)\n")
+    write(tmp_path, "a.py", "import torch\ns = torch.arange(4)\nn = s.new_empty(4)\nconsume(n)\n")
     text = run_cli("check", "a.py", cwd=tmp_path)
     assert text.stdout.splitlines()[0].endswith("[likely]")
     (item,) = json.loads(run_cli("check", "a.py", "--output-format", "json", cwd=tmp_path).stdout)

@@ -136,7 +136,8 @@ def test_partial_parsing_keeps_a_kernels_header_and_launches_and_no_needless_cal
     source = (
         "import torch\nimport triton\n\n\n"
         "@triton.jit\ndef helper(x):\n    return x + 1\n\n\n"
-        "@triton.jit\ndef kernel(x_ptr, n):\n    y = helper(n)\n    tl.store(x_ptr, y)\n\n\n"
+        "@triton.jit\ndef kernel(x_ptr, n):\n    y = tl.load(x_ptr)\n    if helper(n):\n"
+        "        y = n\n    tl.store(x_ptr, y)\n\n\n"
         "def launch(n):\n    x = torch.arange(n)\n    kernel[(1,)](x, n)\n\n\n"
         "def caller(n):\n    return launch(n)\n\n\n"
         "def grow(n):\n    return torch.arange(n).new_empty(3)\n\n\n"
@@ -161,13 +162,13 @@ def test_partial_parsing_keeps_a_kernels_header_and_launches_and_no_needless_cal
     ]
     codes = frozenset({"PORT201", "PORT202"})
     found = lint_source("m.py", source, Settings(select=codes), fix_edits=False)
-    assert [(v.line, v.col, v.code) for v in found] == [(18, 18, "PORT202")]
+    assert [(v.line, v.col, v.code) for v in found] == [(20, 18, "PORT202")]
     whole = Settings(select=codes, partial_parse=False)
     assert lint_source("m.py", source, whole, fix_edits=False) == found
     # A body that mentions a trigger is kept whole (a factory that defines a kernel, say).
-    factory = source.replace("    y = helper(n)\n", "    y = helper(n)  # not triton.jit\n")
+    factory = source.replace("    if helper(n):\n", "    if helper(n):  # not triton.jit\n")
     cut = cut_of(factory, "PORT201", "PORT202")
-    assert "    y = helper(n)  # not triton.jit" in cut.text
+    assert "    if helper(n):  # not triton.jit" in cut.text
     # With a guardable rule, the callers of a unit it concerns stay (to a fixpoint).
     guarded = source.replace("x = torch.arange(n)", "x = torch.arange(n, device='cuda')")
     kept = cut_of(guarded, "PORT101", "PORT201", "PORT202").text

@@ -15,7 +15,11 @@ from tests.helpers import BUGGY, REPO, run_cli, settings_for, tree
 
 
 def test_parallel_run_finds_the_same_as_a_serial_one(tmp_path):
-    sources = [BUGGY, "y = x.cuda()\n", "import torch\ns = torch.arange(3)\nn = s.new_empty(3)\n"]
+    sources = [
+        BUGGY,
+        "y = x.cuda()\n",
+        "import torch\ns = torch.arange(3)\nn = s.new_empty(3)\nconsume(n)\n",
+    ]
     tree(tmp_path, {f"m{i}.py": sources[i % 3] for i in range(60)})
     settings = settings_for(tmp_path)
     files, _ = discover([tmp_path], settings)

@@ -50,11 +50,11 @@ from portlint.analysis.guard_tests import (
     string_values,
     words_in,
 )
-from portlint.analysis.names import EXIT_CALLS, LEAVES_BLOCK, argument, block_ends_in, dotted_name
+from portlint.analysis.names import LEAVES_BLOCK, argument, block_ends_in, dotted_name
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
 from portlint.calls import call_key, definition_key
-from portlint.facts import CUDA_DEVICE_TYPES, CUDA_ONLY_SHARED_LIBRARIES, OTHER_DEVICES
+from portlint.facts import CUDA_DEVICE_TYPES, CUDA_ONLY_SHARED_LIBRARIES, EXIT_CALLS, OTHER_DEVICES
 from portlint.platform import is_predicate, names_cuda, names_other_device, requires_cuda
 
 SKIP_IF = {"skipif", "skipIf", "skip_if"}

@@ -54,13 +54,6 @@ LEAVES_FUNCTION = (cst.Return, cst.Raise)
 LEAVES_BLOCK = (*LEAVES_FUNCTION, cst.Continue, cst.Break)
 
 
-# Calls that never return: they raise (a test's skip) or end the process.
-EXIT_CALLS = frozenset({
-    "pytest.skip", "pytest.fail", "pytest.exit", "self.skipTest", "sys.exit", "os._exit", "exit",
-    "quit",
-})  # fmt: skip
-
-
 def block_ends_in(
     block: cst.BaseSuite, kinds: tuple[type[cst.CSTNode], ...], calls: frozenset[str] = frozenset()
 ) -> bool:

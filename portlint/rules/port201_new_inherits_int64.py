@@ -4,13 +4,20 @@ import libcst as cst
 
 from portlint.analysis.device_scope import walk
 from portlint.analysis.dtypes import Int64Origin, Int64Provider
-from portlint.analysis.names import dotted_name, keyword, method_name, qualified_names
+from portlint.analysis.names import (
+    dotted_name,
+    imported_names,
+    keyword,
+    method_name,
+    qualified_names,
+)
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
 from portlint.evidence import INT64_ORIGIN, NEW_TENSOR_CALL
 from portlint.facts import NEW_METHODS
 from portlint.findings import UNSAFE
 from portlint.fix import Rewrite
+from portlint.index.int64 import CALL_NOTES, CONSUMER_NOTES
 from portlint.rule import Invalid, Rule
 
 # Words naming what an integer tensor holds: a buffer of the same kind as its source (token ids
@@ -26,6 +33,14 @@ def kinds(name: str) -> set[str]:
     return {w[:-1] if w.endswith("s") else w for w in words} & KIND_WORDS
 
 
+def _is_new_without_dtype(node: cst.CSTNode) -> bool:
+    return (
+        isinstance(node, cst.Call)
+        and method_name(node) in NEW_METHODS
+        and keyword(node, "dtype") is None
+    )
+
+
 def describe(origin: Int64Origin) -> str:
     text = f"`{origin.name}` (int64 by {origin.how} at line {origin.line}"
     root = origin.root
@@ -39,13 +54,18 @@ class NewTensorInheritsInt64(Rule):
 
     ## What it does
     Reports `x.new_empty(...)`, `x.new_zeros(...)`, `x.new_ones(...)` and `x.new_full(...)` called
-    without `dtype=` on a tensor `x` known, within the same function, to be int64: created with
+    without `dtype=` on a tensor `x` known, within the same function, to be int64 (created with
     `dtype=torch.int64`/`torch.long`, by `torch.arange`, `torch.randint` or `torch.tensor` of
-    integers, by `.long()` or `argmax`, or inherited from such a tensor through `new_*`/`*_like`.
-    The message names the tensor the dtype comes from and where it became int64. Not reported
-    where the int64 is evidently meant: the new tensor holds the same kind of values as its source
-    (`lookback_token_ids = input_ids.new_full(...)`, `draft_tokens = sampled_tokens.new_empty(...)`),
-    or is joined to it (`torch.cat([offsets.new_zeros(1), offsets])`).
+    integers, by `.long()` or `argmax`, or inherited through `new_*`/`*_like`), where the new
+    tensor meets something that needs int32: it reaches a Triton kernel parameter whose contract
+    needs int32 (directly, through `*_like`, or through project functions that pass it on: see
+    PORT202), or an int32 tensor of its function is compared with it. Where it is given to a
+    function portlint cannot see into (another library's), it is reported as likely, naming the
+    function. The message names the tensor the dtype comes from and the consumer. Inherited int64
+    that nothing needing int32 consumes is what the code works with, and is not reported; nor
+    where the int64 is evidently meant: the new tensor holds the same kind of values as its
+    source (`lookback_token_ids = input_ids.new_full(...)`), or is joined to it
+    (`torch.cat([offsets.new_zeros(1), offsets])`).
 
     ## Why is this bad?
     `new_*` copies the receiver's dtype. A count or index buffer made this way from token ids is
@@ -95,40 +115,54 @@ class NewTensorInheritsInt64(Rule):
         NameProvider,
     )
 
+    # A kernel that needs int32 for `n_ptr` (a loaded count rebound to the program id).
+    KERNEL = (
+        "import torch\nimport triton\nimport triton.language as tl\n@triton.jit\n"
+        "def k(n_ptr, n):\n    i = tl.load(n_ptr)\n    if n > 0:\n        i = tl.program_id(0)\n"
+        "    tl.store(n_ptr, i)\n"
+    )
     VALID = [
         "import torch\ns = torch.empty(4, dtype=torch.int64)\nn = s.new_empty(4, dtype=torch.int32)\n",
         "import torch\ns = torch.empty(4, dtype=torch.float32)\nn = s.new_empty(4)\n",
         "import torch\ns = torch.arange(0.0, 4.0)\nn = s.new_zeros(4)\n",
         "import torch\ns = torch.arange(4)\ns = s.float()\nn = s.new_zeros(4)\n",
         "import torch\ndef f():\n    s = torch.arange(4)\ndef g(s):\n    return s.new_ones(4)\n",
-        "import torch\ns = torch.tensor([1.0, 2.0])\nn = s.new_full((2,), 0)\n",
         "def f(s):\n    return s.new_empty(4)\n",
-        "import torch\ndef f(xs):\n    s = torch.arange(4)\n    for s in xs:\n        s.new_empty(2)\n",
-        "import torch\ndef f():\n    int64 = torch.float16\n    s = torch.empty(3, dtype=int64)\n    return s.new_empty(3)\n",
         # The same kind of values as the source: the int64 is meant.
         "import torch\ndef f(n):\n    input_ids = torch.arange(n)\n    lookback_token_ids = input_ids.new_full((n,), -1)\n",
-        "import torch\ndef f(n):\n    sampled_tokens = torch.empty(n, dtype=torch.int64)\n"
-        "    draft_tokens = sampled_tokens.new_empty(n)\n",
-        # Prepending a zero to the tensor itself.
+        # Prepending a zero to the tensor itself, or to anything: torch takes any width.
         "import torch\ndef f(counts):\n    offsets = torch.cumsum(counts.long(), 0)\n"
         "    return torch.cat([offsets.new_zeros(1), offsets])\n",
+        "import torch\ndef f(lengths):\n    offsets = lengths.cumsum(0)\n"
+        "    return torch.cat((offsets.new_zeros((1,)), lengths.cumsum(0)))\n",
+        # int64 that nothing needing int32 consumes: the code works with it as it is.
+        "import torch\ns = torch.empty(4, dtype=torch.int64)\nnum_sampled = s.new_empty(4)\n",
+        "import torch\ns = torch.arange(4)\nn = torch.empty_like(s)\nm = n.new_zeros(2)\n",
+        # a kernel that takes any integer width there
+        "import torch\nimport triton\nimport triton.language as tl\n@triton.jit\n"
+        "def k(n_ptr, n):\n    tl.store(n_ptr, tl.load(n_ptr) + 1)\n"
+        "def f(s, n):\n    s = torch.empty(4, dtype=torch.int64)\n    num = s.new_empty(4)\n"
+        "    k[(1,)](num, n)\n",
     ]
     INVALID = [
+        # The seed (vLLM #39951): inherited into a kernel parameter that needs int32.
         Invalid(
-            "import torch\ns = torch.empty(4, dtype=torch.int64)\nnum_sampled = s.new_empty(4)\n",
-            3,
-            15,
-            fixed="import torch\ns = torch.empty(4, dtype=torch.int64)\n"
-            "num_sampled = s.new_empty(4, dtype=torch.int32)\n",
+            KERNEL + "def f(n):\n    s = torch.empty(4, dtype=torch.int64)\n"
+            "    num_sampled = s.new_empty(4)\n    k[(1,)](num_sampled, n)\n",
+            12,
+            19,
+            fixed=KERNEL + "def f(n):\n    s = torch.empty(4, dtype=torch.int64)\n"
+            "    num_sampled = s.new_empty(4, dtype=torch.int32)\n    k[(1,)](num_sampled, n)\n",
         ),
+        # ... and again through `empty_like`
         Invalid(
-            "import torch\ndef f(n):\n    s = torch.arange(n)\n    out = s.new_zeros(n)\n"
-            "    k[(1,)](out, n)\n",
-            4,
-            11,
-            fixed="import torch\ndef f(n):\n    s = torch.arange(n)\n"
-            "    out = s.new_zeros(n, dtype=torch.int32)\n    k[(1,)](out, n)\n",
+            KERNEL + "def f(n):\n    s = torch.empty(4, dtype=torch.int64)\n"
+            "    num_sampled = s.new_empty(4)\n    num_rejected = torch.empty_like(num_sampled)\n"
+            "    k[(1,)](n_ptr=num_rejected, n=n)\n",
+            12,
+            19,
         ),
+        # compared with an int32 tensor of its own function
         Invalid(
             "import torch\ndef f(n, lens):\n    s = torch.arange(n)\n    ends = s.new_zeros(n)\n"
             "    limits = lens.int()\n    return ends < limits\n",
@@ -138,34 +172,20 @@ class NewTensorInheritsInt64(Rule):
             "    ends = s.new_zeros(n, dtype=torch.int32)\n    limits = lens.int()\n"
             "    return ends < limits\n",
         ),
+        # given to a function portlint cannot see into
         Invalid(
-            "from torch import arange\ns = arange(4)\nt = s.new_ones(2)\n",
-            3,
+            "import torch\nfrom kernels import prepare\ns = torch.empty(4, dtype=torch.int64)\n"
+            "n = s.new_empty(4)\nprepare(s, n)\n",
+            4,
             5,
-            fixed="import torch\nfrom torch import arange\ns = arange(4)\n"
-            "t = s.new_ones(2, dtype=torch.int64)\n",
-        ),
-        Invalid("import torch\ns = torch.empty(4, dtype=torch.int64)\nn = s.new_empty(4)\n", 3, 5),
-        Invalid("import torch\ns = torch.zeros(4, dtype=torch.long)\nn = s.new_zeros(4)\n", 3, 5),
-        Invalid("import torch\ns = torch.arange(4)\nn = s.new_ones(4)\n", 3, 5),
-        Invalid("import torch\ns = torch.randint(0, 9, (4,))\nn = s.new_full((4,), 1)\n", 3, 5),
-        Invalid("import torch\ns = torch.tensor([1, 2])\nn = s.new_empty(2)\n", 3, 5),
-        Invalid("def f(x):\n    s = x.long()\n    return s.new_empty(2)\n", 3, 12),
-        Invalid(
-            "def f(logits):\n    s = logits.argmax(dim=-1)\n    return s.new_empty(2)\n", 3, 12
-        ),
-        Invalid("import torch as t\ns = t.empty(4, dtype=t.int64)\nn = s.new_empty(4)\n", 3, 5),
-        Invalid(
-            "from torch import empty, int64\ns = empty(4, dtype=int64)\nn = s.new_empty(4)\n", 3, 5
-        ),
-        Invalid(
-            "import torch\ns = torch.arange(4)\nn = torch.empty_like(s)\nm = n.new_zeros(2)\n", 4, 5
+            fixed="import torch\nfrom kernels import prepare\ns = torch.empty(4, dtype=torch.int64)\n"
+            "n = s.new_empty(4, dtype=torch.int64)\nprepare(s, n)\n",
         ),
         Invalid(
             "import torch\nclass W:\n    def f(self):\n"
-            "        self.ids = torch.arange(4)\n        return self.ids.new_empty(2)\n",
+            "        self.ids = torch.arange(4)\n        run(self.ids.new_empty(2))\n",
             5,
-            16,
+            13,
         ),
     ]
 
@@ -189,25 +209,52 @@ class NewTensorInheritsInt64(Rule):
         return False
 
     def visit_Call(self, node: cst.Call) -> None:
-        if method_name(node) not in NEW_METHODS or keyword(node, "dtype") is not None:
+        self._note_consumers(node)
+        if not _is_new_without_dtype(node):
             return
         assert isinstance(node.func, cst.Attribute)
         origin = self.get_metadata(Int64Provider, node.func.value, None)
         if origin is None or self._intended(node, node.func.value):
             return
-        dtype = "torch.int32" if self._reaches_int32(node) else "torch.int64"
+        context = self._int32_context(node)
+        dtype = "torch.int32" if context else "torch.int64"
         parsed = cst.parse_expression(f"f(dtype={dtype})")
         assert isinstance(parsed, cst.Call)  # parsed from a call
         explicit = node.with_changes(args=[*node.args, parsed.args[0]])
         rewrite = Rewrite(replace={id(node): explicit}, imports={"torch"})
-        self.report(
-            node,
+        message = (
             f"`.{node.func.attr.value}()` without `dtype=` inherits int64 from {describe(origin)}; "
             "pass `dtype=` explicitly (kernels that take counts and indices usually expect "
-            "`torch.int32`)",
-            confidence="likely",
-            fix=self.build_fix(rewrite, UNSAFE, f"Pass `dtype={dtype}`"),
+            "`torch.int32`)"
         )
+        if context is not None and context[1]:
+            self.context.notes.setdefault(CONSUMER_NOTES, []).append([node, context[0]])
+        self.report(
+            node, message, confidence="likely",
+            fix=self.build_fix(rewrite, UNSAFE, f"Pass `dtype={dtype}`"),
+        )  # fmt: skip
+
+    def _note_consumers(self, call: cst.Call) -> None:
+        """For the project index: each argument of ``call`` that is, or comes from, a ``new_*``
+        without ``dtype=``, where the callee may need int32 (a launch, a function of this or
+        another module; not a method of a value, which takes what it is given)."""
+        callee = call.func.value if isinstance(call.func, cst.Subscript) else call.func
+        if isinstance(callee, cst.Attribute) and not imported_names(self, callee):
+            return
+        if not isinstance(callee, (cst.Name, cst.Attribute)):
+            return
+        for index, arg in enumerate(call.args):
+            news: list[cst.CSTNode] = [arg.value] if _is_new_without_dtype(arg.value) else []
+            origin = self.get_metadata(Int64Provider, arg.value, None)
+            while origin is not None:
+                if _is_new_without_dtype(origin.at):
+                    news.append(origin.at)
+                origin = origin.parent
+            if news:
+                where: int | str = arg.keyword.value if arg.keyword else index
+                names = sorted(qualified_names(self, callee))
+                row = [arg.value, names, where, news, dotted_name(callee) or ""]
+                self.context.notes.setdefault(CALL_NOTES, []).append(row)
 
     def _int32_value(self, value: cst.BaseExpression) -> str | None:
         """ "allocated" for a call with ``dtype=torch.int32``, "cast" for ``.int()``/``.to(int32)``."""
@@ -223,24 +270,26 @@ class NewTensorInheritsInt64(Rule):
             return "cast"
         return None
 
-    def _reaches_int32(self, node: cst.Call) -> bool:
-        """A count's name, or in the same function: a sibling allocated as int32, a Triton launch
-        taking the new tensor, or a comparison of it with an int32 tensor."""
+    def _int32_context(self, node: cst.Call) -> tuple[str, bool] | None:
+        """Where the new tensor meets int32, and whether that is a consumer that needs it (it is
+        compared with an int32 tensor), or only a hint that int32 is meant (a count's name, a
+        sibling allocated as int32, a Triton launch taking it: the kernel's contract decides)."""
         parent = self.get_metadata(ParentProvider, node, None)
         target = None
         if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
             target = dotted_name(parent.targets[0].target)
-        if target and COUNT_NAME.search(target.rsplit(".", 1)[-1]):
-            return True
         scope = parent
         while scope is not None and not isinstance(scope, (cst.FunctionDef, cst.Module)):
             scope = self.get_metadata(ParentProvider, scope, None)
         nodes = list(walk(scope or self.module))
         int32_names: set[str | None] = set()
+        hint = None
+        if target and COUNT_NAME.search(target.rsplit(".", 1)[-1]):
+            hint = f"`{target}` is named as a count"
         for assign in (n for n in nodes if isinstance(n, cst.Assign)):
             kind = self._int32_value(assign.value)
             if kind == "allocated":
-                return True
+                hint = hint or "a tensor beside it is allocated as int32"
             if kind == "cast":
                 int32_names.update(dotted_name(t.target) for t in assign.targets)
         for other in nodes:
@@ -250,12 +299,13 @@ class NewTensorInheritsInt64(Rule):
                 and target
                 and any(dotted_name(a.value) == target for a in other.args)
             ):
-                return True
-            if isinstance(other, cst.Comparison):
+                hint = hint or "it is given to a Triton launch"
+            if isinstance(other, cst.Comparison) and target:
                 names = {
                     dotted_name(other.left),
                     *(dotted_name(c.comparator) for c in other.comparisons),
                 }
                 if target in names and names & (int32_names - {None}):
-                    return True
-        return False
+                    (int32,) = sorted(n for n in names & int32_names if n)[:1]
+                    return f"it is compared with `{int32}`, an int32 tensor", True
+        return (hint, False) if hint else None

@@ -1,10 +1,10 @@
 import libcst as cst
 
 from portlint.analysis.capture import CaptureRegionProvider
-from portlint.analysis.names import argument, imported_names, qualified_names
+from portlint.analysis.names import argument, imported_names, method_name, qualified_names
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
-from portlint.analysis.streams import stream_source
+from portlint.analysis.streams import StreamSource, stream_source
 from portlint.evidence import CAPTURE
 from portlint.facts import CAPTURE_BEGIN, SET_STREAM_FUNCTIONS, STREAM_CONTEXTS
 from portlint.rule import Invalid, Rule
@@ -21,6 +21,10 @@ class StreamSwitchInCapture(Rule):
     - `torch.cuda.set_stream(...)` and `torch.accelerator.set_stream(...)`;
     - a stream fetched by a call (`current_stream()`, `torch.cuda.Stream()`, ...) and passed to
       other work, as an argument or as the receiver of a method.
+
+    Not the ordering a multi-stream capture needs: `torch.cuda.current_stream().wait_stream(side)`
+    (the capture stream joins a side stream) and `side.wait_stream(torch.cuda.current_stream())`
+    (the side stream forks from it).
 
     ## Why is this bad?
     Inside a capture the current stream is the capture stream. Work sent to another stream is
@@ -74,6 +78,10 @@ class StreamSwitchInCapture(Rule):
         "        y = m(x)\n",
         "import torch\ndef f(g, m, x, s):\n    with torch.cuda.graph(g, stream=torch.cuda.current_stream()):\n"
         "        y = m(x)\n",
+        # the capture stream joins a side stream, and a side stream forks from it
+        "import torch\ndef f(g, m, x, side):\n    with torch.cuda.graph(g):\n"
+        "        torch.cuda.current_stream().wait_stream(side)\n"
+        "        side.wait_stream(torch.cuda.current_stream())\n",
     ]
     INVALID = [
         Invalid(
@@ -97,9 +105,9 @@ class StreamSwitchInCapture(Rule):
         Invalid(
             "import torch\nfrom contextlib import ExitStack\ndef f(g, m, x, s):\n"
             "    with ExitStack() as stack:\n        stack.enter_context(torch.cuda.graph(g))\n"
-            "        torch.cuda.current_stream().wait_stream(s)\n",
+            "        x.record_stream(torch.cuda.current_stream())\n",
             6,
-            9,
+            25,
         ),
     ]
 
@@ -128,11 +136,26 @@ class StreamSwitchInCapture(Rule):
                 "sets the current stream inside a graph capture; captured work must stay on the capture stream",
                 confidence="likely",
             )
-        elif stream_source(names, imported_names(self, node.func), self.settings.stream_functions):
+        elif source := stream_source(
+            names, imported_names(self, node.func), self.settings.stream_functions
+        ):
             parent = self.get_metadata(ParentProvider, node, None)
+            if source is StreamSource.AMBIENT and self._joins_or_forks(node, parent):
+                return
             if isinstance(parent, (cst.Arg, cst.Attribute)):
                 self.report(
                     node,
                     "fetches a stream inside a graph capture and hands it to other work; inside the capture it is the capture's private stream",
                     confidence="likely",
                 )
+
+    def _joins_or_forks(self, node: cst.Call, parent: cst.CSTNode | None) -> bool:
+        """``torch.cuda.current_stream().wait_stream(side)`` (the capture stream joins a side
+        stream) and ``side.wait_stream(torch.cuda.current_stream())`` (the side stream forks from
+        it): the ordering a multi-stream capture requires, not a stream handed to other work."""
+        if isinstance(parent, cst.Attribute):
+            return parent.value is node and parent.attr.value == "wait_stream"
+        if isinstance(parent, cst.Arg):
+            call = self.get_metadata(ParentProvider, parent, None)
+            return isinstance(call, cst.Call) and method_name(call) == "wait_stream"
+        return False

@@ -40,6 +40,7 @@ cold run from 56 s to 41 s.)
 from __future__ import annotations
 
 import ast
+import enum
 import functools
 import itertools
 import re
@@ -237,6 +238,15 @@ class _Test:
         )
 
 
+class Unparsed(enum.Enum):
+    """Not parsed yet (a tree of None means: Python refuses the source)."""
+
+    UNPARSED = "unparsed"
+
+
+UNPARSED = Unparsed.UNPARSED
+
+
 def parse_ast(source: str) -> ast.Module | None:
     """Python's own parse of ``source``, or None where it fails."""
     try:
@@ -254,19 +264,6 @@ class Slice:
 
 def _mentions(text: str, triggers: tuple[str, ...], aliases: re.Pattern | None) -> bool:
     return any(t in text for t in triggers) or bool(aliases and aliases.search(text))
-
-
-def _launchers(candidates: list[Unit], kernels: list[Unit]) -> tuple[list[Unit], re.Pattern]:
-    """The candidates that may launch one of ``kernels`` (``kernel[grid](...)``, the launch
-    an ``at_launches`` rule checks; a kernel's own unit may, where the kernel is nested in a function), and the
-    pattern of such a launch."""
-    names = sorted({name for unit in kernels for name in unit.defined_names})
-    launch = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*\[")
-    return [
-        unit
-        for unit in candidates
-        if any(name in unit.code for name in names) and launch.search(unit.code)
-    ], launch
 
 
 # What :func:`slice_source` returns where no rule can report anywhere in the file.
@@ -310,13 +307,11 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
         if entry.at_launches:
             defines_kernel = _Test(entry._replace(evidence=()), module)  # by its triggers
             body_tests.append(defines_kernel)
+            # The kernels it defines, and every unit that may launch one of its own or of
+            # another module's (the project index knows those kernels' contracts).
             kernels = [u for u in leaves if defines_kernel(u.text)]
-            if not kernels:
-                continue
-            launchers, launch = _launchers(leaves, kernels)
-            launchers = [u for u in launchers if test(u.code)]
-            outside = _outside(lines, leaves, tree)
-            if launchers or launch.search(outside):
+            launchers = [u for u in leaves if test(u.code)]
+            if launchers or test(_outside(lines, leaves, tree)):
                 hits += kernels
                 launched += launchers
             continue

@@ -1,0 +1,182 @@
+"""Which int64 findings stand: those where the int64 tensor meets something that needs int32.
+
+An int64 tensor is no bug by itself (offsets, token ids, a ``torch.cat`` of a zero and a
+cumulative sum are int64 on purpose). It is one where something needs int32 (issue #19):
+
+- ``PORT202`` stands where the launched kernel's contract (:mod:`portlint.index.kernels`) needs
+  int32 for the parameter the tensor is given to, wherever in the project the kernel is defined;
+  the message names the kernel's line that needs it. A kernel that takes any width, or one the
+  project does not define, is given the tensor silently.
+- ``PORT201`` (a ``new_*`` inheriting int64) stands where the new tensor reaches such a kernel
+  parameter, or where an int32 tensor of its own function consumes it (a comparison); otherwise
+  the inherited int64 is what the code already works with.
+
+The rules leave notes of what they saw (the launch, the tensor's ancestry) for this join.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+from typing import TYPE_CHECKING
+
+from portlint.findings import Violation
+
+if TYPE_CHECKING:
+    from portlint.index.project import Project
+
+NEW_TENSOR, INTO_KERNEL = "PORT201", "PORT202"
+# The notes the rules leave: PORT202's per int64 argument of a launch (the argument, the kernel's
+# qualified names, its position or keyword, the expressions it became int64 through, their
+# description); PORT201's per new tensor that an int32 tensor of its function consumes (how).
+LAUNCH_NOTES, CONSUMER_NOTES = "int64_launches", "int64_consumers"
+# PORT201's per argument of a call that is or comes from a `new_*` without `dtype=`: the
+# argument, the callee's qualified names, the position or keyword, those `new_*` calls, the callee.
+CALL_NOTES = "int64_calls"
+MAX_CALL_DEPTH = 6  # how many calls deep a tensor is followed to a kernel
+INT64_CODES = frozenset({NEW_TENSOR, INTO_KERNEL})
+
+
+def refine(project: Project, violations: list[Violation]) -> list[Violation]:
+    """``violations`` with the int64 findings judged by their consumers (see the module doc)."""
+    if not any(v.code in INT64_CODES for v in violations):
+        return violations
+    # A new tensor's position -> the consumer that needs int32, and the confidence it gives.
+    reached: dict[tuple[str, int, int], tuple[str, str]] = {}
+    kept: list[Violation] = []
+    for violation in violations:
+        if violation.code != INTO_KERNEL:
+            kept.append(violation)
+            continue
+        judged = _into_kernel(project, violation, reached)
+        if judged is not None:
+            kept.append(judged)
+    standing = []
+    for violation in kept:
+        if violation.code != NEW_TENSOR:
+            standing.append(violation)
+            continue
+        where = (violation.path, violation.line, violation.col)
+        consumer = (
+            reached.get(where) or _consumer(project, violation) or _given_to(project, violation)
+        )
+        if consumer is not None:
+            message = f"{violation.message}; {consumer[0]}"
+            standing.append(dataclasses.replace(violation, message=message, confidence=consumer[1]))
+    return standing
+
+
+def _notes(project: Project, path: str, kind: str) -> list[list]:
+    return project.facts.get(path, {}).get("notes", {}).get(kind, [])
+
+
+def _into_kernel(
+    project: Project, violation: Violation, reached: dict[tuple[str, int, int], tuple[str, str]]
+) -> Violation | None:
+    at = [violation.line, violation.col]
+    note = next((n for n in _notes(project, violation.path, LAUNCH_NOTES) if n[0] == at), None)
+    if note is None:
+        return None
+    _, names, where, ancestry, description = note
+    kernel = project.kernel(violation.path, names)
+    if kernel is None:
+        return None  # not the project's kernel: nothing says what it needs
+    path, name, _, parameters, needs = kernel
+    parameter = parameters[where] if isinstance(where, int) and where < len(parameters) else where
+    need = needs.get(parameter) if isinstance(parameter, str) else None
+    if need is None:
+        return None  # the kernel takes any integer width there
+    variable, need_line = need
+    place = f"{project.shown(path)}:{need_line}"
+    message = (
+        f"Triton kernel `{name}` needs int32 for `{parameter}`: `{variable}` meets an int32 value "
+        f"at {place}, and Triton refuses a variable whose type changes; it gets an implicitly "
+        f"int64 tensor: {description}; give it `dtype=torch.int32`"
+    )
+    for ancestor_line, ancestor_col in ancestry:
+        consumer = (
+            f"it reaches Triton kernel `{name}` ({place}), which needs int32 for `{parameter}`"
+        )
+        reached.setdefault((violation.path, ancestor_line, ancestor_col), (consumer, "certain"))
+    return dataclasses.replace(violation, message=message, confidence="certain")
+
+
+def _consumer(project: Project, violation: Violation) -> tuple[str, str] | None:
+    at = [violation.line, violation.col]
+    for position, how in _notes(project, violation.path, CONSUMER_NOTES):
+        if position == at:
+            return how, "likely"
+    return None
+
+
+def _given_to(project: Project, violation: Violation) -> tuple[str, str] | None:
+    """The call the new tensor is given to that needs int32 (certain), or that portlint cannot
+    see into (likely); None where every call it is given to takes any width."""
+    at = [violation.line, violation.col]
+    unseen = None
+    for _, names, where, news, callee in _notes(project, violation.path, CALL_NOTES):
+        if at not in news:
+            continue
+        verdict = _needs(project, violation.path, names or [callee], where, MAX_CALL_DEPTH)
+        if verdict is FINE:
+            continue
+        if verdict is not UNSEEN:
+            return f"it is given to `{callee}`, and {verdict}", "certain"
+        unseen = unseen or (
+            f"it is given to `{callee}`, which portlint cannot see into: check that it takes int64",
+            "likely",
+        )
+    return unseen
+
+
+FINE, UNSEEN = "fine", "unseen"  # what a callee does with a tensor: takes any width; unknown
+
+
+def _needs(project: Project, path: str, names: list[str], where: int | str, depth: int) -> str:
+    """What the callee named ``names`` in ``path`` needs of the tensor it gets at ``where``:
+    FINE, UNSEEN, or (as text) the kernel parameter that needs int32."""
+    if depth <= 0:
+        return UNSEEN
+    for name in names:
+        target = project.resolve_name(path, name)
+        if target is None:
+            continue
+        module_path, member = target
+        facts = project.facts[module_path]
+        kernel = facts.get("kernels", {}).get(member)
+        if kernel is not None:
+            _, parameters, needs = kernel
+            parameter = _parameter(parameters, where)
+            if parameter in needs:
+                place = f"{project.shown(module_path)}:{needs[parameter][1]}"
+                return f"Triton kernel `{member}` ({place}) needs int32 for `{parameter}`"
+            return FINE
+        functions = facts.get("functions")
+        if functions is None:
+            return UNSEEN  # (its module launches nothing: not read)
+        function = functions.get(member)
+        if function is None:
+            return FINE if (project.module_of[module_path], member) in project.units else UNSEEN
+        parameter = _parameter(function["parameters"], where)
+        verdict = FINE
+        for use in function["uses"].get(parameter, []) if parameter else [["opaque"]]:
+            if use[0] == "opaque":
+                verdict = UNSEEN
+                continue
+            found = _needs(project, module_path, [use[1]], use[2], depth - 1)
+            if found not in (FINE, UNSEEN):
+                return found
+            verdict = UNSEEN if found is UNSEEN else verdict
+        return verdict
+    if all(name.split(".")[0] in ("torch", *BUILTINS) for name in names):
+        return FINE
+    return UNSEEN
+
+
+BUILTINS = frozenset(dir(builtins))
+
+
+def _parameter(parameters: list[str], where: int | str) -> str | None:
+    if isinstance(where, str):
+        return where
+    return parameters[where] if where < len(parameters) else None

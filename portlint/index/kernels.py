@@ -1,0 +1,314 @@
+"""Triton kernels and what their bodies need of the tensors they are given: the kernel contract.
+
+Triton's front end gives every value one type and refuses a program whose variable would change
+type where two paths meet (``tests/test_kernel_contracts.py`` checks this model against
+``triton.compile`` for a GPU target, on the CPU):
+
+- an ``if`` whose branch rebinds a variable defined before it, or whose two branches both bind
+  it, with values of two types ("initial value for `x` is of type int64[], but the then block
+  redefines it as int32[]");
+- a loop whose body rebinds a variable defined before it with a value of another type
+  ("Loop-carried variable acc has initial type int32 but is re-assigned to int64").
+
+A value loaded through a pointer parameter has the width of the tensor given for it. So a pointer
+parameter **needs int32** where a value loaded through it (or computed from one) meets an int32
+value (a literal, ``tl.program_id``, ``tl.arange``, an integer parameter, ``tl.full(...,
+tl.int32)``) at such a meeting point. Anywhere else — loaded and stored, compared, cast with
+``.to(...)`` — any integer width is fine, and an int64 tensor is no bug.
+
+Read from Python's ``ast``: the project index keeps each kernel's contract (plain data).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+from portlint.facts import TRITON_KERNEL_DECORATORS
+
+INT32 = "int32"  # a value's kind: int32 for sure
+# Triton calls whose result is int32 (`tl.program_id(0)`), and the dtype arguments that say so.
+INT32_CALLS = frozenset({"program_id", "num_programs", "arange"})
+INT32_DTYPES = frozenset({"tl.int32", "triton.language.int32"})
+MAKERS = frozenset({"full", "zeros"})
+COMBINING = frozenset({"where", "minimum", "maximum", "min", "max"})
+# A kind: INT32, the pointer parameters a value was loaded through (a frozenset), or None.
+Kind = str | frozenset[str] | None
+# Where an assignment is: per enclosing block, the statement's index and the branch taken into
+# the next block ("body", "orelse"); the last entry's branch is None.
+Path = tuple[tuple[int, str | None], ...]
+
+
+def _name(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def is_kernel(node: ast.AST, kernel_names: frozenset[str] = TRITON_KERNEL_DECORATORS) -> bool:
+    """A function decorated ``@triton.jit`` (or ``@jit`` from triton, ``@triton.autotune``...)."""
+    if not isinstance(node, ast.FunctionDef):
+        return False
+    for decorator in node.decorator_list:
+        name = _name(decorator.func if isinstance(decorator, ast.Call) else decorator)
+        if name in kernel_names or name in ("jit", "autotune", "heuristics"):
+            return True
+    return False
+
+
+@dataclass
+class _Assignment:
+    kind: Kind
+    path: Path
+    line: int
+
+
+@dataclass
+class _Body:
+    """One walk of a kernel's body: each variable's assignments with the kind of value."""
+
+    parameters: frozenset[str]
+    assignments: dict[str, list[_Assignment]] = field(default_factory=dict)
+    current: dict[str, Kind] = field(default_factory=dict)
+
+    def kind(self, node: ast.AST) -> Kind:
+        if isinstance(node, ast.Constant):
+            return (
+                INT32 if isinstance(node.value, int) and not isinstance(node.value, bool) else None
+            )
+        if isinstance(node, ast.Name):
+            if node.id in self.current:
+                return self.current[node.id]
+            return INT32 if node.id in self.parameters else None  # an integer parameter is i32
+        if isinstance(node, ast.BinOp):
+            return _join(self.kind(node.left), self.kind(node.right))
+        if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not):
+            return self.kind(node.operand)
+        if isinstance(node, ast.Call):
+            return self._call(node)
+        return None
+
+    def _call(self, node: ast.Call) -> Kind:
+        name = _name(node.func)
+        last = name.rsplit(".", 1)[-1]
+        if isinstance(node.func, ast.Attribute) and last == "to":  # a cast: its own type
+            return INT32 if node.args and _name(node.args[0]) in INT32_DTYPES else None
+        if last == "load" and node.args:
+            pointer = _base_pointer(node.args[0])
+            return frozenset({pointer}) if pointer in self.parameters else None
+        if last in INT32_CALLS:
+            return INT32
+        if last in MAKERS:
+            dtype = next((k.value for k in node.keywords if k.arg == "dtype"), None)
+            dtype = dtype or (node.args[2] if last == "full" and len(node.args) > 2 else None)
+            dtype = dtype or (node.args[1] if last == "zeros" and len(node.args) > 1 else None)
+            return INT32 if dtype is not None and _name(dtype) in INT32_DTYPES else None
+        if last in COMBINING:
+            kinds = [self.kind(a) for a in node.args[1:] if last == "where"] or [
+                self.kind(a) for a in node.args
+            ]
+            result: Kind = kinds[0] if kinds else None
+            for other in kinds[1:]:
+                result = _join(result, other)
+            return result
+        return None
+
+    def block(self, body: list[ast.stmt], path: Path) -> None:
+        for index, statement in enumerate(body):
+            here = (*path, (index, None))
+            if isinstance(statement, ast.Assign):
+                kind = self.kind(statement.value)
+                for target in statement.targets:
+                    if isinstance(target, ast.Name):
+                        self._bind(target.id, kind, here, statement.lineno)
+            elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)) and isinstance(
+                statement.target, ast.Name
+            ):
+                name = statement.target.id
+                value = self.kind(statement.value) if statement.value else None
+                if isinstance(statement, ast.AugAssign):
+                    value = _join(self.current.get(name), value)
+                self._bind(name, value, here, statement.lineno)
+            elif isinstance(statement, ast.If):
+                self.block(statement.body, (*path, (index, "body")))
+                self.block(statement.orelse, (*path, (index, "orelse")))
+            elif isinstance(statement, (ast.For, ast.While)):
+                if isinstance(statement, ast.For) and isinstance(statement.target, ast.Name):
+                    self.current[statement.target.id] = INT32  # `range` of int32 bounds
+                # Twice: the second walk sees the kinds the body leaves for the next iteration.
+                self.block(statement.body, (*path, (index, "body")))
+                self.block(statement.body, (*path, (index, "body")))
+
+    def _bind(self, name: str, kind: Kind, path: Path, line: int) -> None:
+        self.current[name] = kind
+        found = self.assignments.setdefault(name, [])
+        if not any(a.path == path for a in found):
+            found.append(_Assignment(kind, path, line))
+
+
+def _join(a: Kind, b: Kind) -> Kind:
+    """The kind of a value computed from two: a loaded width wins over int32."""
+    if isinstance(a, frozenset) or isinstance(b, frozenset):
+        return (a if isinstance(a, frozenset) else frozenset()) | (
+            b if isinstance(b, frozenset) else frozenset()
+        )
+    return INT32 if a == INT32 and b == INT32 else None
+
+
+def _base_pointer(pointer: ast.AST) -> str:
+    """The pointer an address is computed from: ``p`` in ``p + offsets``, ``p + i * stride``."""
+    while isinstance(pointer, ast.BinOp) and isinstance(pointer.op, (ast.Add, ast.Sub)):
+        pointer = pointer.left
+    return pointer.id if isinstance(pointer, ast.Name) else ""
+
+
+def _meet(a: _Assignment, b: _Assignment) -> bool:
+    """Whether two assignments of one variable meet where Triton merges types: one before an
+    ``if`` or a loop, the other inside it."""
+    outer, inner = sorted((a, b), key=lambda assignment: len(assignment.path))
+    depth = len(outer.path) - 1
+    if len(inner.path) <= len(outer.path) or inner.path[:depth] != outer.path[:depth]:
+        return False
+    return inner.path[depth][0] > outer.path[depth][0]
+
+
+def _siblings(a: _Assignment, b: _Assignment) -> bool:
+    """One in the body and one in the ``else`` of the same ``if``."""
+    for depth, (step_a, step_b) in enumerate(zip(a.path, b.path, strict=False)):
+        if step_a != step_b:
+            return (
+                step_a[0] == step_b[0]
+                and {step_a[1], step_b[1]} == {"body", "orelse"}
+                and a.path[:depth] == b.path[:depth]
+            )
+    return False
+
+
+@dataclass(frozen=True)
+class Need:
+    """Why a pointer parameter needs int32: the variable and the line where int32 meets it."""
+
+    variable: str
+    line: int  # the assignment of the other type
+
+
+def contract(kernel: ast.FunctionDef) -> dict[str, Need]:
+    """Per pointer parameter of ``kernel`` that needs int32, why (see the module docstring)."""
+    arguments = kernel.args
+    parameters = [a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
+    body = _Body(frozenset(parameters))
+    body.block(kernel.body, ())
+    needs: dict[str, Need] = {}
+    for variable, assignments in body.assignments.items():
+        loaded = [a for a in assignments if isinstance(a.kind, frozenset)]
+        int32 = [a for a in assignments if a.kind == INT32]
+        for one in loaded:
+            for other in int32:
+                if _meet(one, other) or _siblings(one, other):
+                    assert isinstance(one.kind, frozenset)
+                    for pointer in sorted(one.kind):
+                        needs.setdefault(pointer, Need(variable, max(one.line, other.line)))
+    return needs
+
+
+def functions_in(tree: ast.Module) -> dict[str, dict[str, Any]]:
+    """Per function and method (``f``, ``C.m``) of the module that is not a kernel, its
+    parameters in order and their uses (:func:`parameter_uses`), where any could need int32."""
+    found: dict[str, dict[str, Any]] = {}
+    for node in tree.body:
+        members = node.body if isinstance(node, ast.ClassDef) else [node]
+        prefix = f"{node.name}." if isinstance(node, ast.ClassDef) else ""
+        for function in members:
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and not is_kernel(
+                function
+            ):
+                uses = parameter_uses(function)
+                if uses:
+                    arguments = function.args
+                    order = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
+                    found[prefix + function.name] = {"parameters": order, "uses": uses}
+    return found
+
+
+def kernels_in(tree: ast.Module) -> dict[str, list]:
+    """The module's kernels: per name, its line, its parameters in order, and per parameter that
+    needs int32 the variable and the line (JSON-ready)."""
+    found: dict[str, list] = {}
+    for node in tree.body:
+        if is_kernel(node):
+            assert isinstance(node, ast.FunctionDef)
+            arguments = node.args
+            names = [
+                a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            ]
+            needs = {p: [n.variable, n.line] for p, n in contract(node).items()}
+            found[node.name] = [node.lineno, names, needs]
+    return found
+
+
+# --- What a function does with its parameters: where int64 could meet a kernel's contract ------
+OPAQUE = "opaque"  # a use portlint cannot follow (into a container, a return, an attribute)
+TORCH = "torch"
+
+
+def parameter_uses(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[list]]:
+    """Per parameter of ``function``, the uses of it that could need int32: given to a launch
+    (``["launch", kernel, position or keyword]``) or to a call (``["call", callee, position or
+    keyword]``) of something not torch's, or put where it cannot be followed (``["opaque"]``).
+    Reads, arithmetic, comparisons and torch's own functions take any integer width: they are
+    left out, so a parameter with no entry takes any width."""
+    arguments = function.args
+    names = [a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
+    rebound = {
+        target.id
+        for node in ast.walk(function)
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
+    parents = {
+        id(child): node for node in ast.walk(function) for child in ast.iter_child_nodes(node)
+    }
+    uses: dict[str, list[list]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
+            if node.id in rebound:
+                uses[node.id] = [[OPAQUE]]
+                continue
+            use = _use(node, parents)
+            if use is not None:
+                uses.setdefault(node.id, []).append(use)
+    return {name: found for name, found in uses.items() if found}
+
+
+def _use(node: ast.Name, parents: dict[int, ast.AST]) -> list | None:
+    parent = parents.get(id(node))
+    where: int | str | None = None
+    call = None
+    if isinstance(parent, ast.keyword):
+        call, where = parents.get(id(parent)), parent.arg
+    elif isinstance(parent, ast.Call) and node in parent.args:
+        call, where = parent, parent.args.index(node)
+    if isinstance(call, ast.Call) and where is not None:
+        if isinstance(call.func, ast.Subscript):
+            return ["launch", _name(call.func.value), where]
+        callee = _name(call.func)
+        if (
+            callee.split(".")[0] == TORCH
+            or not callee
+            or (
+                isinstance(call.func, ast.Attribute) and (not isinstance(call.func.value, ast.Name))
+            )
+        ):
+            return None  # torch's, or a method of a value: takes what it is given
+        return ["call", callee, where]
+    if isinstance(parent, (ast.Attribute, ast.Subscript, ast.BinOp, ast.Compare, ast.UnaryOp)):
+        return None
+    if isinstance(parent, (ast.If, ast.While, ast.BoolOp, ast.Assert)):
+        return None
+    return [OPAQUE]

@@ -1,0 +1,379 @@
+"""The project index: what the modules of a tree say of each other, and the device findings
+that it silences.
+
+Each module's facts are read once (:func:`portlint.index.reading.read_module`, kept by
+:mod:`portlint.index.store`); this module joins them. Three inferences cross modules, each with a
+kind that ``platform-inferences`` can switch off and that ``--show-silenced`` names:
+
+- ``callers``: a function or class every use of which in the project runs only on CUDA (under a
+  guard, in a module that runs only on CUDA, in a function so confined itself) runs only on CUDA;
+  the methods of such a class too. A module that the project imports, and imports only from such
+  places (a package whose ``__init__`` dispatches to ``nvidia/`` or ``amd/``), runs only on CUDA.
+  A function the project never uses is its users' to call: it stays as it is.
+- ``rebinds``: a ``torch.cuda`` attribute that the project itself rebinds, unconditionally
+  (``torch.cuda.Event = torch.xpu.Event``, a device backend's shim), is the project's own object
+  wherever the shim applies: its uses are not reported.
+
+The joins are least fixed points: a use counts as confined only once something proves it, so a
+cycle (two functions that only call each other) proves nothing and the findings stay.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from portlint.catalog import GUARDABLE
+from portlint.findings import Silenced, Violation
+from portlint.index.int64 import refine
+from portlint.platform import module_platform_from
+from portlint.settings import Settings
+
+MAX_REEXPORTS = 8
+CUDA_API_PREFIX = "PORT4"  # the CUDA-only API rules: a check is a query of that API  # how many `from .impl import f` hops a name is followed through
+SHOWN_SITES = 3  # sites named in a reason
+
+
+def module_name(path: str, packages: dict[str, str] | None = None) -> str:
+    """The dotted name Python imports ``path`` as: its folders up to the first that is not a
+    package (has no ``__init__.py``). ``packages`` caches, per folder, its dotted name."""
+    packages = {} if packages is None else packages
+    folder, file = os.path.split(os.path.abspath(path))
+    stem = file[: -len(".py")] if file.endswith(".py") else file
+    prefix = _package_of(folder, packages)
+    if stem == "__init__":
+        return prefix
+    return f"{prefix}.{stem}" if prefix else stem
+
+
+def _package_of(folder: str, packages: dict[str, str]) -> str:
+    if folder not in packages:
+        if os.path.isfile(os.path.join(folder, "__init__.py")):
+            parent = _package_of(os.path.dirname(folder), packages)
+            name = os.path.basename(folder)
+            packages[folder] = f"{parent}.{name}" if parent else name
+        else:
+            packages[folder] = ""
+    return packages[folder]
+
+
+@dataclass(frozen=True)
+class Site:
+    """A use of a name (or an import of a module), and whether it runs only on CUDA by itself."""
+
+    path: str
+    line: int
+    # What confines it to CUDA by itself: the span of a guard's test, True (a name, a test
+    # marker), False (nothing) — as portlint.index.reading records it.
+    guarded: bool | list[int]
+    unit: str  # the function or class it is in ("": the module's top level)
+
+
+class Project:
+    """The modules of one run, joined; :meth:`silence` applies what they say to findings."""
+
+    def __init__(
+        self,
+        facts: dict[str, dict[str, Any]],
+        settings: Settings,
+        packages: frozenset[str] = frozenset(),
+    ) -> None:
+        """``facts``: per path, what :func:`~portlint.index.reading.read_module` read of it
+        (paths whose source could not be parsed are absent), of a tree whose top-level packages
+        are ``packages``."""
+        self.settings = settings
+        self.packages = packages
+        self.facts = facts
+        folders: dict[str, str] = {}
+        self.module_of = {path: module_name(path, folders) for path in facts}
+        self.path_of = {name: path for path, name in self.module_of.items()}
+        self.is_package = {path: os.path.basename(path) == "__init__.py" for path in facts}
+        self.units = {
+            (self.module_of[path], unit[0])
+            for path, data in facts.items()
+            for unit in data["units"]
+        }
+        self.bindings = {
+            self.module_of[path]: {row[0]: row[1:] for row in data["bindings"]}
+            for path, data in facts.items()
+        }
+        inferences = settings.platform_inferences
+        self.callers = "callers" in inferences
+        self.rebound = self._rebound() if "rebinds" in inferences else {}
+        self.sites: dict[tuple[str, str], list[Site]] = defaultdict(list)
+        self.importers: dict[str, list[Site]] = defaultdict(list)
+        self.confined_units: dict[tuple[str, str], list[Site]] = {}
+        self.confined_modules: dict[str, list[Site] | str] = {}
+        if self.callers:
+            self._join()
+            self._solve()
+
+    # --- names ------------------------------------------------------------------------------
+    def _absolute(self, path: str, module: str) -> str:
+        """``module`` as imported in ``path`` (``..x`` relative to its package), made absolute."""
+        level = len(module) - len(module.lstrip("."))
+        if not level:
+            return module
+        package = self.module_of[path]
+        if not self.is_package[path]:
+            package = package.rpartition(".")[0]
+        for _ in range(level - 1):
+            package = package.rpartition(".")[0]
+        rest = module[level:]
+        return f"{package}.{rest}" if package and rest else package or rest
+
+    def _resolve(self, path: str, name: str) -> tuple[str, str] | str | None:
+        """What a dotted use in ``path`` names: a function or class of the project (``(module,
+        qualified name)``), a module of it (its name), or None (not the project's)."""
+        parts = name.split(".")
+        binding = self.bindings[self.module_of[path]].get(parts[0])
+        if binding is None:
+            return None
+        source, attribute, _ = binding
+        if source == "":
+            return (self.module_of[path], attribute)
+        current: tuple[str, str] | str | None = self._absolute(path, source)
+        if attribute:
+            current = self._member(current, attribute)
+        elif source.startswith(".") or current not in self.path_of:
+            current = current if current in self.path_of else None
+        for part in parts[1:]:
+            if not isinstance(current, str):
+                break
+            current = self._member(current, part)
+        return current
+
+    def _member(self, module: Any, name: str, hops: int = 0) -> tuple[str, str] | str | None:
+        """``module.name``: a submodule, a function or class defined there, or one it imports
+        from elsewhere (a package ``__init__`` re-exporting ``from .impl import f``)."""
+        if not isinstance(module, str) or module not in self.path_of:
+            return None
+        if f"{module}.{name}" in self.path_of:
+            return f"{module}.{name}"
+        if (module, name) in self.units:
+            return (module, name)
+        binding = self.bindings[module].get(name)
+        if binding is None or binding[0] == "" or hops >= MAX_REEXPORTS:
+            return None
+        source, attribute, _ = binding
+        target = self._absolute(self.path_of[module], source)
+        if not attribute:
+            return target if target in self.path_of else None
+        return self._member(target, attribute, hops + 1)
+
+    # --- the joins --------------------------------------------------------------------------
+    def _join(self) -> None:
+        for path, data in self.facts.items():
+            for name, line, guarded, unit in data["uses"]:
+                target = self._resolve(path, name)
+                if isinstance(target, tuple) and not _within(unit, path, target, self.module_of):
+                    self.sites[target].append(Site(path, line, guarded, unit))
+            for module, line, guarded, unit in data["imports"]:
+                absolute = self._absolute(path, module)
+                if absolute in self.path_of and absolute != self.module_of[path]:
+                    self.importers[absolute].append(Site(path, line, guarded, unit))
+
+    def _solve(self) -> None:
+        for path, data in self.facts.items():
+            own = module_platform_from(
+                path,
+                self.settings.root,
+                data["top_imports"],
+                self.settings.cuda_only_imports,
+                self.settings.platform_inferences,
+            )
+            if own is not None:
+                self.confined_modules[self.module_of[path]] = own.why
+        changed = True
+        while changed:
+            changed = False
+            for key, sites in self.sites.items():
+                if key not in self.confined_units and all(map(self._confined, sites)):
+                    self.confined_units[key] = sites
+                    changed = True
+            for module, sites in self.importers.items():
+                if module not in self.confined_modules and all(map(self._confined, sites)):
+                    self.confined_modules[module] = sites
+                    changed = True
+
+    def _confined(self, site: Site) -> bool:
+        """Whether a use runs only on CUDA: by itself, by its module or by its function."""
+        if site.guarded:
+            return True
+        module = self.module_of[site.path]
+        if module in self.confined_modules:
+            return True
+        return any((module, unit) in self.confined_units for unit in _enclosing(site.unit))
+
+    def _rebound(self) -> dict[str, tuple[str, int]]:
+        rebound: dict[str, tuple[str, int]] = {}
+        for path, data in self.facts.items():
+            for attribute, line in data["rebinds"]:
+                rebound.setdefault(attribute, (path, line))
+        return rebound
+
+    # --- findings ---------------------------------------------------------------------------
+    def silence_all(
+        self, violations: list[Violation], silenced: list[Silenced] | None
+    ) -> list[Violation]:
+        """``violations`` less those the project silences (given to ``silenced``, where asked)."""
+        kept, quiet = [], []
+        for violation in violations:
+            reason = self.silence(violation.path, violation)
+            if reason is None:
+                kept.append(violation)
+            else:
+                quiet.append(reason)
+        kept = self._without_checks(kept, quiet)
+        if silenced is not None:
+            silenced.extend(quiet)
+        return kept
+
+    def _without_checks(self, kept: list[Violation], quiet: list[Silenced]) -> list[Violation]:
+        """The check that guards the uses of a function the project confines to CUDA (``if
+        torch.cuda.is_available(): sync()``, where ``sync`` holds CUDA-only code) is not a use of
+        CUDA: it is what confines that code. (``quiet`` gets those checks too.)"""
+        confining: dict[str, list[tuple[list[int], tuple[str, str], Silenced]]] = defaultdict(list)
+        for reason in quiet:
+            unit = self._unit_of(reason.violation)
+            if unit is None:
+                continue
+            for site in self.confined_units[unit]:
+                if isinstance(site.guarded, list):
+                    confining[site.path].append((site.guarded, unit, reason))
+        if not confining:
+            return kept
+        standing = []
+        for violation in kept:
+            found = None
+            if violation.code in GUARDABLE and violation.code.startswith(CUDA_API_PREFIX):
+                where = (violation.line, violation.col - 1)
+                found = next(
+                    (c for c in confining.get(violation.path, []) if _inside(where, c[0])), None
+                )
+            if found is None:
+                standing.append(violation)
+                continue
+            _, (_, name), reason = found
+            v = reason.violation
+            why = f"the check confines `{name}` ({self.shown(v.path)}:{v.line}) to CUDA"
+            quiet.append(Silenced(violation, "checks", why, violation.line))
+        return standing
+
+    def _unit_of(self, violation: Violation) -> tuple[str, str] | None:
+        """The confined function or class a finding is in, if it is in one."""
+        module = self.module_of.get(violation.path)
+        if module is None:
+            return None
+        for unit, start, end in self.facts[violation.path]["units"]:
+            if start <= violation.line <= end and (module, unit) in self.confined_units:
+                return (module, unit)
+        return None
+
+    def judge(
+        self, violations: list[Violation], silenced: list[Silenced] | None
+    ) -> list[Violation]:
+        """What stands of ``violations`` once the project has spoken: the silences of
+        :meth:`silence_all`, then the int64 findings judged by their consumers
+        (:mod:`portlint.index.int64`)."""
+        return refine(self, self.silence_all(violations, silenced))
+
+    def update(self, path: str, facts: dict[str, Any]) -> None:
+        """``path``'s facts as its text is now (a round of fixes moved its lines); the verdicts
+        on functions and modules stand."""
+        self.facts[path] = facts
+
+    def silence(self, path: str, violation: Violation) -> Silenced | None:
+        """Why the project says ``violation`` (a finding in ``path``) runs only on CUDA, if it does."""
+        if violation.code not in GUARDABLE or path not in self.facts:
+            return None
+        module = self.module_of[path]
+        confined = self.confined_modules.get(module)
+        if isinstance(confined, list):
+            why = f"every import of the module runs only on CUDA: {self._named(confined)}"
+            return Silenced(violation, "callers", why, 0)
+        data = self.facts[path]
+        unit = self._unit_of(violation)
+        if unit is not None:
+            sites = self.confined_units[unit]
+            start = next(row[1] for row in data["units"] if row[0] == unit[1])
+            why = f"every use of `{unit[1]}` in the project runs only on CUDA: {self._named(sites)}"
+            return Silenced(violation, "callers", why, start)
+        for line, col, attribute in data["cuda_refs"]:
+            if line == violation.line and col == violation.col - 1:
+                found = self.rebound.get(attribute) or self.rebound.get("*")
+                if found:
+                    where = f"{self.shown(found[0])}:{found[1]}"
+                    why = f"the project rebinds `torch.cuda.{attribute}` to its own ({where})"
+                    return Silenced(violation, "rebinds", why, 0)
+        return None
+
+    def _named(self, sites: list[Site]) -> str:
+        shown = ", ".join(f"{self.shown(s.path)}:{s.line}" for s in sites[:SHOWN_SITES])
+        more = len(sites) - SHOWN_SITES
+        return f"{shown} and {more} more" if more > 0 else shown
+
+    def kernel(self, path: str, names: list[str]) -> tuple[str, str, int, list, dict] | None:
+        """The project's Triton kernel that one of ``names`` (qualified names of a launched
+        expression in ``path``, as the rules give them: ``pkg.kernels.k``, ``.kernels.k``,
+        ``k``) is: its path, name, line, parameters and needs."""
+        for name in names:
+            target = self.resolve_name(path, name)
+            if target is not None:
+                found = self.facts[target[0]].get("kernels", {}).get(target[1])
+                if found is not None:
+                    line, parameters, needs = found
+                    return target[0], target[1], line, parameters, needs
+        return None
+
+    def resolve_name(self, path: str, name: str) -> tuple[str, str] | None:
+        """The function or class of the project that ``name`` is in ``path`` (as written there,
+        or qualified as the rules give it), as its module's path and its name."""
+        target = self._resolve(path, name) if name and path in self.facts else None
+        if not isinstance(target, tuple) and path in self.facts:
+            target = self._qualified(path, name)
+        if isinstance(target, tuple) and target[0] in self.path_of:
+            return self.path_of[target[0]], target[1]
+        return None
+
+    def _qualified(self, path: str, name: str) -> tuple[str, str] | str | None:
+        module = self.module_of[path]
+        if "." not in name:
+            return self._member(module, name)
+        absolute = self._absolute(path, name) if name.startswith(".") else name
+        parts = absolute.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            prefix = ".".join(parts[:cut])
+            if prefix in self.path_of:
+                current: tuple[str, str] | str | None = prefix
+                for part in parts[cut:]:
+                    current = self._member(current, part) if isinstance(current, str) else None
+                return current
+        return None
+
+    def shown(self, path: str) -> str:
+        try:
+            return str(Path(path).resolve().relative_to(Path(self.settings.root).resolve()))
+        except ValueError:
+            return path
+
+
+def _inside(where: tuple[int, int], span: list[int]) -> bool:
+    line, col, end_line, end_col = span
+    return (line, col) <= where < (end_line, end_col)
+
+
+def _enclosing(unit: str) -> Iterable[str]:
+    """``C.m`` is in ``C.m`` and in ``C``."""
+    parts = unit.split(".") if unit else []
+    for index in range(len(parts), 0, -1):
+        yield ".".join(parts[:index])
+
+
+def _within(unit: str, path: str, target: tuple[str, str], module_of: dict[str, str]) -> bool:
+    """Whether a use sits inside what it names (a recursive call, a method naming its class)."""
+    return module_of[path] == target[0] and any(u == target[1] for u in _enclosing(unit))

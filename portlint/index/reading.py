@@ -1,0 +1,417 @@
+"""What one module tells the project index, read from Python's ``ast`` (never LibCST).
+
+The index needs, of every module of the tree, only what other modules' findings depend on
+(:mod:`portlint.index.project`): what it imports and where, the functions and classes it
+defines, every use of a name that an import or a definition bound (with whether the use runs only
+on CUDA), the ``torch.cuda`` attributes it rebinds, and where it refers to ``torch.cuda``
+attributes at all. The result is plain data (lists, strings, numbers), so the index's store can
+keep it as JSON.
+
+Whether a use runs only on CUDA is read here from the words of the code around it — an ``if``
+whose test asks "is this CUDA", the ``else`` of a dispatch over other devices, the rest of a block
+after ``if not <CUDA>: raise``, a function, class or test named or marked for CUDA — with the same
+vocabulary as the guard analysis (:mod:`portlint.platform`). It is a cheaper reading than the
+guard analysis, which runs only on the modules that have findings; it errs towards "not guarded",
+which keeps a finding.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from portlint.facts import CUDA_DEVICE_TYPES, EXIT_CALLS
+from portlint.index.kernels import functions_in, kernels_in
+from portlint.platform import (
+    is_predicate,
+    names_cuda,
+    names_other_device,
+    requires_cuda,
+    top_level_imports,
+)
+
+SKIPS_IF = frozenset({"skipif", "skipIf", "skip_if"})
+SKIPS_UNLESS = frozenset({"skipUnless", "skip_unless", "skipunless"})
+# Queries of torch's CUDA module that hold only where CUDA is (`torch.cuda.is_available()`).
+CUDA_QUERIES = frozenset({"is_available", "device_count", "is_initialized"})
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a chain of names and attributes (None for anything else)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def says_cuda(test: ast.AST) -> bool | None:
+    """True where ``test`` holds only on CUDA (or ROCm), False where it holds only off CUDA,
+    None where it says neither."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = says_cuda(test.operand)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        found = [says_cuda(value) for value in test.values]
+        if isinstance(test.op, ast.And) and True in found:
+            return True
+        if isinstance(test.op, ast.Or) and False in found:
+            return False
+        return None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        return _compares_cuda(test.left, test.ops[0], test.comparators[0])
+    if isinstance(test, ast.Call):
+        test = test.func
+    name = dotted(test)
+    if name is None:
+        return None
+    parts = name.split(".")
+    last = parts[-1]
+    if is_predicate(last) and names_cuda(last):  # is_cuda(), x.is_cuda, _is_hip, use_rocm
+        return True
+    if last in CUDA_QUERIES and "cuda" in parts[:-1]:  # torch.cuda.is_available()
+        return True
+    if parts[-2:] in (["version", "cuda"], ["version", "hip"]):  # torch.version.hip
+        return True
+    return None
+
+
+def _compares_cuda(left: ast.AST, op: ast.cmpop, right: ast.AST) -> bool | None:
+    """``x.type == "cuda"``, ``"cuda" != device``, ``torch.version.hip is not None``."""
+    for one, other in ((left, right), (right, left)):
+        if _is_cuda_string(one):
+            if isinstance(op, ast.Eq):
+                return True
+            if isinstance(op, ast.NotEq):
+                return False
+        if isinstance(one, ast.Constant) and one.value is None and says_cuda(other):
+            if isinstance(op, ast.IsNot):
+                return True
+            if isinstance(op, ast.Is):
+                return False
+    if (
+        isinstance(op, ast.In)
+        and isinstance(right, (ast.Tuple, ast.List, ast.Set))
+        and right.elts
+        and all(_is_cuda_string(e) for e in right.elts)
+    ):
+        return True
+    return None
+
+
+def _is_cuda_string(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.split(":")[0] in CUDA_DEVICE_TYPES
+    )
+
+
+def asks_other_device(test: ast.AST) -> bool:
+    """Whether ``test`` asks about a device other than CUDA (``is_xpu()``, ``x.type == "npu"``)."""
+    if isinstance(test, ast.UnaryOp):
+        return False
+    if isinstance(test, ast.BoolOp):
+        return all(asks_other_device(value) for value in test.values)
+    if isinstance(test, ast.Compare):
+        return any(
+            isinstance(side, ast.Constant)
+            and isinstance(side.value, str)
+            and names_other_device(side.value)
+            for side in (test.left, *test.comparators)
+        )
+    if isinstance(test, ast.Call):
+        test = test.func
+    name = dotted(test)
+    last = name.rsplit(".", 1)[-1] if name else ""
+    return bool(last) and is_predicate(last) and names_other_device(last)
+
+
+# What confines code to CUDA: the span of a test (line, column, end line, end column), True (a
+# name or a test marker), or False (nothing).
+Guard = bool | list[int]
+
+
+def _span(test: ast.expr) -> list[int]:
+    return [test.lineno, test.col_offset, test.end_lineno or 0, test.end_col_offset or 0]
+
+
+def _exits_unless_cuda(statement: ast.stmt) -> Guard:
+    """``if not <CUDA>: raise`` and ``assert <CUDA>``: the rest of the block runs only on CUDA."""
+    if isinstance(statement, ast.Assert):
+        return says_cuda(statement.test) is True and _span(statement.test)
+    return (
+        isinstance(statement, ast.If)
+        and not statement.orelse
+        and says_cuda(statement.test) is False
+        and _leaves(statement.body)
+        and _span(statement.test)
+    )
+
+
+def _leaves(body: list[ast.stmt]) -> bool:
+    """Whether a block ends by leaving (``return``, ``raise``, a skip or an exit call)."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+        return dotted(last.value.func) in EXIT_CALLS
+    return isinstance(last, (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
+def _marked_for_cuda(decorators: list[ast.expr]) -> bool:
+    """A test decorated to run only where CUDA is (``@require_cuda``,
+    ``@pytest.mark.skipif(not torch.cuda.is_available(), ...)``, ``@unittest.skipUnless(...)``)."""
+    for decorator in decorators:
+        call = decorator if isinstance(decorator, ast.Call) else None
+        name = dotted(call.func if call else decorator) or ""
+        last = name.rsplit(".", 1)[-1]
+        if requires_cuda(last):
+            return True
+        if call and call.args:
+            said = says_cuda(call.args[0])
+            if (last in SKIPS_IF and said is False) or (last in SKIPS_UNLESS and said is True):
+                return True
+    return False
+
+
+class _Reader(ast.NodeVisitor):
+    """One walk of a module, carrying whether the code reached runs only on CUDA, and in which
+    function or class (a qualified name: ``f``, ``C``, ``C.m``) it is."""
+
+    def __init__(self) -> None:
+        # What confines the code the walk is in to CUDA: a test's span, True for a name or a
+        # marker, False for nothing.
+        self.guarded: Guard = False
+        self.unit = ""  # the qualified name of the function or class the walk is in ("" at top)
+        self.depth = 0  # how many functions or classes deep
+        # Within the function (or the module) the walk is in: how many branches or loops deep
+        # (code there may not run).
+        self.conditional = 0
+        self.units: list[list[Any]] = []
+        self.bindings: dict[str, list[Any]] = {}
+        self.uses: list[list[Any]] = []
+        self.imports: list[list[Any]] = []
+        self.rebinds: list[list[Any]] = []
+        self.cuda_refs: list[list[Any]] = []
+        self.annotations: set[int] = set()  # ids of annotation nodes: naming a type is no use
+        self.launches = False  # whether it has a call of a subscript (`kernel[grid](...)`)
+
+    # --- blocks, with what makes their code run only on CUDA ------------------------------------
+    def _block(self, body: list[ast.stmt], guard: Guard) -> None:
+        saved = self.guarded
+        self.guarded = saved or guard
+        for statement in body:
+            self.visit(statement)
+            self.guarded = self.guarded or _exits_unless_cuda(statement)
+        self.guarded = saved
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self._block(node.body, False)
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        if _is_type_checking(node.test):
+            return  # imports for type checkers only: never run
+        self.conditional += 1
+        self._if(node)
+        self.conditional -= 1
+
+    def _if(self, node: ast.If) -> None:
+        said = says_cuda(node.test)
+        self._block(node.body, said is True and _span(node.test))
+        chain_other = asks_other_device(node.test)
+        orelse = node.orelse
+        # The `else` of a dispatch over other devices (`if is_xpu(): ... elif is_npu(): ... else:`)
+        while len(orelse) == 1 and isinstance(orelse[0], ast.If):
+            branch = orelse[0]
+            self.visit(branch.test)
+            chain_other = chain_other and asks_other_device(branch.test)
+            self._block(branch.body, says_cuda(branch.test) is True and _span(branch.test))
+            orelse = branch.orelse
+        dispatch = chain_other and bool(orelse)
+        self._block(orelse, (said is False and _span(node.test)) or dispatch)
+
+    def visit_IfExp(self, node: ast.IfExp) -> None:
+        self.visit(node.test)
+        said = says_cuda(node.test)
+        self._expression(node.body, said is True and _span(node.test))
+        self._expression(node.orelse, said is False and _span(node.test))
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> None:
+        saved = self.guarded
+        for value in node.values:  # `<CUDA> and f()`: f runs only on CUDA
+            self.visit(value)
+            if isinstance(node.op, ast.And) and says_cuda(value) is True:
+                self.guarded = self.guarded or _span(value)
+        self.guarded = saved
+
+    def _loop(self, node: ast.For | ast.AsyncFor | ast.While) -> None:
+        self.visit(node.iter if isinstance(node, (ast.For, ast.AsyncFor)) else node.test)
+        self.conditional += 1
+        self._block(node.body, False)
+        self._block(node.orelse, False)
+        self.conditional -= 1
+
+    visit_For = visit_AsyncFor = visit_While = _loop
+
+    def _branching(self, node: ast.AST) -> None:
+        self.conditional += 1
+        self.generic_visit(node)
+        self.conditional -= 1
+
+    visit_Match = visit_ExceptHandler = _branching
+
+    def visit_Try(self, node: ast.Try) -> None:  # (and `try`/`except*`, of the same fields)
+        self._block(node.body, False)
+        for handler in node.handlers:
+            self.visit(handler)
+        self._block(node.orelse, False)
+        self._block(node.finalbody, False)
+
+    visit_TryStar = visit_Try
+
+    def _with(self, node: ast.With | ast.AsyncWith) -> None:
+        for item in node.items:
+            self.visit(item)
+        self._block(node.body, False)
+
+    visit_With = visit_AsyncWith = _with
+
+    def _expression(self, node: ast.AST, guard: Guard) -> None:
+        saved = self.guarded
+        self.guarded = saved or guard
+        self.visit(node)
+        self.guarded = saved
+
+    def _unit(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        if isinstance(node, ast.ClassDef):
+            for base in [*node.bases, *node.keywords]:
+                self.visit(base)
+        else:
+            self._annotations(node)
+            for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]:
+                self.visit(default)
+        if not self.depth:  # a definition of the module's: its uses are the module's own
+            self.bindings.setdefault(node.name, ["", node.name, node.lineno])
+        saved = self.unit, self.depth, self.conditional
+        self.conditional = 0
+        named = self.depth < 2 and (not self.unit or "." not in self.unit)
+        if named:
+            self.unit = f"{self.unit}.{node.name}" if self.unit else node.name
+            self.units.append([self.unit, node.lineno, node.end_lineno or node.lineno])
+        self.depth += 1
+        cuda_only = names_cuda(node.name) or _marked_for_cuda(node.decorator_list)
+        self._block(node.body, cuda_only)
+        self.unit, self.depth, self.conditional = saved
+
+    def _annotations(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        arguments = node.args
+        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        every += [a for a in (arguments.vararg, arguments.kwarg) if a]
+        for annotation in [a.annotation for a in every] + [node.returns]:
+            if annotation is not None:
+                self.annotations.update(id(n) for n in ast.walk(annotation))
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _unit
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.annotations.update(id(n) for n in ast.walk(node.annotation))
+        self.generic_visit(node)
+
+    # --- what the project index records ---------------------------------------------------------
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._imported(alias.name, node)
+            if alias.asname:
+                self.bindings.setdefault(alias.asname, [alias.name, "", node.lineno])
+            else:
+                first = alias.name.split(".")[0]
+                self.bindings.setdefault(first, [first, "", node.lineno])
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        base = "." * node.level + (node.module or "")
+        self._imported(base, node)
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            self._imported(f"{base}.{alias.name}" if node.module else base + alias.name, node)
+            local = alias.asname or alias.name
+            self.bindings.setdefault(local, [base, alias.name, node.lineno])
+
+    def _imported(self, module: str, node: ast.stmt) -> None:
+        """Every module an import statement may load (``from a import b``: ``a`` and ``a.b``, one
+        of which is a module), with whether it runs only on CUDA, and where."""
+        self.imports.append([module, node.lineno, self.guarded, self.unit])
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load) and id(node) not in self.annotations:
+            self.uses.append([node.id, node.lineno, self.guarded, self.unit])
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        name = dotted(node)
+        if name is None or not isinstance(node.ctx, ast.Load) or id(node) in self.annotations:
+            self.generic_visit(node)
+            return
+        parts = name.split(".")
+        if parts[:2] == ["torch", "cuda"] and len(parts) > 2:
+            self.cuda_refs.append([node.lineno, node.col_offset, parts[2]])
+        self.uses.append([name, node.lineno, self.guarded, self.unit])
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.launches = self.launches or isinstance(node.func, ast.Subscript)
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._rebound(target, node)
+        self.generic_visit(node)
+
+    def _rebound(self, target: ast.AST, node: ast.stmt) -> None:
+        """``torch.cuda.Event = torch.xpu.Event`` (or all of ``torch.cuda``): the project puts its
+        own object there. One under a condition within its function does not count: it does not
+        hold everywhere the function runs."""
+        name = dotted(target) if isinstance(target, ast.Attribute) else None
+        if name is None or self.conditional:
+            return
+        parts = name.split(".")
+        if parts == ["torch", "cuda"]:
+            self.rebinds.append(["*", node.lineno])
+        elif parts[:2] == ["torch", "cuda"] and len(parts) == 3:
+            self.rebinds.append([parts[2], node.lineno])
+
+
+def _is_type_checking(test: ast.AST) -> bool:
+    return dotted(test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+
+
+def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
+    """The index's facts of one module (see the module docstring), as JSON-ready lists. Only the
+    uses that can name the project's code are kept: names the module defines, or imports
+    relatively or from one of ``packages`` (the top-level packages of the project)."""
+    reader = _Reader()
+    reader.visit(tree)
+    ours = {
+        local
+        for local, (source, _, _) in reader.bindings.items()
+        if source == "" or source.startswith(".") or source.split(".")[0] in packages
+    }
+    return {
+        "units": reader.units,
+        "bindings": [[local, *reader.bindings[local]] for local in sorted(ours)],
+        "uses": [use for use in reader.uses if use[0].split(".")[0] in ours],
+        "imports": [
+            row
+            for row in reader.imports
+            if row[0].split(".")[0] in packages or row[0].startswith(".")
+        ],
+        "top_imports": [list(found) for found in top_level_imports(tree)],
+        "rebinds": reader.rebinds,
+        "cuda_refs": reader.cuda_refs,
+        "kernels": kernels_in(tree),
+        # (Read only where a kernel may be launched: `f[grid](...)`; None: not read.)
+        "functions": functions_in(tree) if reader.launches else None,
+    }

@@ -1,0 +1,63 @@
+"""The project index's facts per file, kept beside the lint cache between runs.
+
+A module's facts (:func:`portlint.index.reading.read_module`) depend only on its text and on which
+top-level packages the run's tree holds (uses of other libraries are not kept), never on the
+settings: one table per (portlint build, packages), with per file the stamp and the digest of the
+bytes the facts were read from, as in :mod:`portlint.cache`. A table that cannot be read is empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from portlint.atomic import write_atomically
+from portlint.cache import CACHE_DIR, build_stamp, file_stamp
+
+
+class IndexStore:
+    def __init__(self, root: Path, packages: frozenset[str]) -> None:
+        key = json.dumps([build_stamp(), sorted(packages)])
+        name = hashlib.sha256(key.encode()).hexdigest()[:20]
+        self.folder = root / CACHE_DIR
+        self.file = self.folder / f"index-{name}.json"
+        self.entries: dict[str, list] = {}
+        self.changed = False
+        with contextlib.suppress(OSError, ValueError):
+            loaded = json.loads(self.file.read_text(encoding="utf-8"))
+            if isinstance(loaded, dict):
+                self.entries = loaded
+
+    def lookup(self, path: str, data_digest: str | None = None) -> dict[str, Any] | None:
+        """The facts kept for ``path``, if its stamp (or, given, its digest) is theirs."""
+        entry = self.entries.get(os.path.abspath(path))
+        if not isinstance(entry, list) or len(entry) != 3 or not isinstance(entry[2], dict):
+            return None
+        if data_digest is not None:
+            return entry[2] if entry[1] == data_digest else None
+        try:
+            stamp = file_stamp(os.stat(path))
+        except OSError:
+            return None
+        return entry[2] if entry[0] == stamp else None
+
+    def store(self, path: str, data_digest: str, facts: dict[str, Any]) -> None:
+        try:
+            stamp = file_stamp(os.stat(path))
+        except OSError:
+            return
+        self.entries[os.path.abspath(path)] = [stamp, data_digest, facts]
+        self.changed = True
+
+    def save(self) -> None:
+        """Write the table atomically; a table that cannot be written is no error."""
+        if not self.changed:
+            return
+        with contextlib.suppress(OSError):
+            self.folder.mkdir(exist_ok=True)
+            data = json.dumps(self.entries, separators=(",", ":")).encode("utf-8")
+            write_atomically(str(self.file), data)

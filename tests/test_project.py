@@ -1,0 +1,319 @@
+"""The project index: what the modules of a tree say of each other's findings (callers that are
+all guarded, importers that all run only on CUDA, a shim that rebinds `torch.cuda` attributes),
+how it keeps up with edits through the cache, and how `--fix` follows it."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import pytest
+
+from portlint.index.reading import read_module, says_cuda
+from tests.helpers import run_cli, tree
+
+SYNC = "import torch\n\n\ndef sync():\n    torch.cuda.synchronize()\n"
+GUARDED_CALL = (
+    "import torch\n\nfrom pkg.steps import sync\n\n\ndef run():\n"
+    "    if torch.cuda.is_available():\n        sync()\n"
+)
+UNGUARDED_CALL = "from pkg.steps import sync\n\n\ndef run():\n    sync()\n"
+
+
+def _project(tmp_path, files: dict[str, str], config: str = "") -> None:
+    tree(tmp_path, {"pyproject.toml": f"[tool.portlint]\n{config}", "pkg/__init__.py": "", **files})
+
+
+def _findings(tmp_path, *args: str) -> list[str]:
+    result = run_cli("check", "pkg", "--output-format", "concise", "-q", *args, cwd=tmp_path)
+    assert result.returncode in (0, 1), result.stderr
+    return [line for line in result.stdout.splitlines() if ": PORT" in line]
+
+
+def _silenced(tmp_path) -> list[dict]:
+    result = run_cli(
+        "check", "pkg", "--show-silenced", "--output-format", "json", "--no-cache", cwd=tmp_path
+    )
+    return [i for i in json.loads(result.stdout) if "silenced" in i]
+
+
+def test_a_function_whose_every_caller_is_guarded_runs_only_on_cuda(tmp_path):
+    _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": GUARDED_CALL})
+    assert _findings(tmp_path, "--no-cache") == []
+    check, use = _silenced(tmp_path)  # (by path)
+    assert use["filename"].endswith("pkg/steps.py") and use["location"]["row"] == 5
+    assert use["silenced"] == {
+        "kind": "callers",
+        "why": "every use of `sync` in the project runs only on CUDA: pkg/main.py:8",
+        "line": 4,
+    }
+    # The check that guards the call is what confines `sync`: no use of CUDA itself.
+    assert check["filename"].endswith("pkg/main.py") and check["location"]["row"] == 7
+    assert check["silenced"] == {
+        "kind": "checks",
+        "why": "the check confines `sync` (pkg/steps.py:5) to CUDA",
+        "line": 7,
+    }
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        UNGUARDED_CALL,
+        # a use that is not a call (a callback) may run anywhere
+        "from pkg.steps import sync\n\nHOOKS = [sync]\n",
+        # guarded here, unguarded there
+        GUARDED_CALL + "\n\ndef other():\n    sync()\n",
+    ],
+)
+def test_one_unguarded_use_keeps_the_finding(tmp_path, caller):
+    _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": caller})
+    found = [line.split(" ")[:2] for line in _findings(tmp_path, "--no-cache")]
+    assert ["pkg/steps.py:5:5:", "PORT401"] in found
+    # and the check of the guarded call, if there is one, is a finding again
+    assert (["pkg/main.py:7:8:", "PORT401"] in found) is ("is_available" in caller)
+
+
+def test_a_function_nobody_in_the_project_calls_is_its_users_to_call(tmp_path):
+    _project(tmp_path, {"pkg/steps.py": SYNC})
+    assert [line.split(" ")[0] for line in _findings(tmp_path, "--no-cache")] == [
+        "pkg/steps.py:5:5:"
+    ]
+
+
+def test_functions_that_only_call_each_other_prove_nothing(tmp_path):
+    steps = SYNC + "\n\ndef again():\n    sync()\n    again()\n"
+    caller = "from pkg.steps import again\n\n\ndef run():\n    again()\n"
+    _project(tmp_path, {"pkg/steps.py": steps, "pkg/main.py": caller})
+    assert len(_findings(tmp_path, "--no-cache")) == 1
+
+
+def test_guards_are_followed_through_callers_of_callers_aliases_and_reexports(tmp_path):
+    middle = "from pkg import sync as do_sync\n\n\ndef middle():\n    do_sync()\n"
+    top = (
+        "import torch\n\nimport pkg.middle as m\n\n\ndef top():\n"
+        "    if not torch.cuda.is_available():\n        raise RuntimeError('CUDA only')\n"
+        "    m.middle()\n"
+    )
+    _project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from .steps import sync\n",
+            "pkg/steps.py": SYNC,
+            "pkg/middle.py": middle,
+            "pkg/top.py": top,
+        },
+    )
+    assert _findings(tmp_path, "--no-cache") == []
+    use, check = _silenced(tmp_path)  # (by path: steps.py, top.py)
+    assert use["silenced"]["why"] == (
+        "every use of `sync` in the project runs only on CUDA: pkg/middle.py:5"
+    )
+    assert check["filename"].endswith("pkg/top.py") and check["silenced"]["kind"] == "checks"
+
+
+def test_a_class_built_only_under_a_guard_confines_its_methods(tmp_path):
+    engine = (
+        "import torch\n\n\nclass Engine:\n    def step(self):\n        torch.cuda.synchronize()\n"
+    )
+    factory = (
+        "from pkg.platforms import current_platform\nfrom pkg.engine import Engine\n\n\n"
+        "def make():\n    if current_platform.is_cuda_alike():\n        return Engine()\n"
+        "    return None\n"
+    )
+    _project(tmp_path, {"pkg/engine.py": engine, "pkg/factory.py": factory})
+    assert _findings(tmp_path, "--no-cache") == []
+
+
+def test_a_module_imported_only_by_modules_that_run_only_on_cuda_runs_only_on_cuda(tmp_path):
+    dispatch = (
+        "from pkg.platforms import current_platform\n\n"
+        "if current_platform.is_rocm():\n    from .amd.model import Model\n"
+        "else:\n    from .nvidia.model import Model\n"
+    )
+    files = {
+        "pkg/models/__init__.py": dispatch,
+        "pkg/models/amd/__init__.py": "",
+        "pkg/models/amd/model.py": "from ..common import sync\n\nModel = 1\n",
+        "pkg/models/nvidia/__init__.py": "",
+        "pkg/models/nvidia/model.py": "from pkg.models.common import sync\n\nModel = 2\n",
+        "pkg/models/common.py": SYNC,
+    }
+    _project(tmp_path, files)
+    assert _findings(tmp_path, "--no-cache") == []
+    (item,) = _silenced(tmp_path)
+    assert item["silenced"]["kind"] == "callers" and item["silenced"]["why"] == (
+        "every import of the module runs only on CUDA: pkg/models/amd/model.py:1, "
+        "pkg/models/nvidia/model.py:1"
+    )
+    # A test that imports the shared module runs anywhere.
+    _project(tmp_path, {**files, "pkg/test_common.py": "from pkg.models import common\n"})
+    assert len(_findings(tmp_path, "--no-cache")) == 1
+
+
+SHIM = (
+    "import torch\n\n\ndef use_xpu():\n    torch.cuda.Event = torch.xpu.Event\n"
+    "    if torch.xpu.has_graphs():\n        torch.cuda.graph = torch.xpu.graph\n"
+)
+USES = "import torch\n\n\ndef timing():\n    return torch.cuda.Event(), torch.cuda.graph\n"
+
+
+def test_an_attribute_the_project_rebinds_unconditionally_is_its_own(tmp_path):
+    _project(tmp_path, {"pkg/shim.py": SHIM, "pkg/timing.py": USES})
+    # torch.cuda.graph is rebound only under a condition: still reported.
+    assert [line.split(" ")[:2] for line in _findings(tmp_path, "--no-cache")] == [
+        ["pkg/timing.py:5:32:", "PORT407"]
+    ]
+    (item,) = _silenced(tmp_path)
+    assert (item["location"]["row"], item["location"]["column"]) == (5, 12)
+    assert item["silenced"]["why"] == (
+        "the project rebinds `torch.cuda.Event` to its own (pkg/shim.py:5)"
+    )
+
+
+def test_platform_inferences_switch_the_project_inferences_off(tmp_path):
+    files = {"pkg/steps.py": SYNC, "pkg/main.py": GUARDED_CALL, "pkg/shim.py": SHIM}
+    config = 'platform-inferences = ["imports", "names", "tests", "dispatch"]\n'
+    _project(tmp_path, {**files, "pkg/timing.py": USES}, config)
+    # sync, the check of its call, Event and graph
+    assert len(_findings(tmp_path, "--no-cache")) == 4
+
+
+def test_a_warm_run_sees_an_edit_of_another_module(tmp_path):
+    _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": GUARDED_CALL})
+    assert _findings(tmp_path) == []
+    assert _findings(tmp_path) == []  # warm: both files from the cache
+    (tmp_path / "pkg" / "main.py").write_text(UNGUARDED_CALL)
+    assert [line.split(" ")[0] for line in _findings(tmp_path)] == ["pkg/steps.py:5:5:"]
+    (tmp_path / "pkg" / "main.py").write_text(GUARDED_CALL)
+    assert _findings(tmp_path) == []
+
+
+def test_fix_leaves_alone_what_the_project_silences(tmp_path):
+    _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": GUARDED_CALL})
+    result = run_cli("check", "pkg", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "pkg" / "steps.py").read_text() == SYNC
+    (tmp_path / "pkg" / "main.py").write_text(UNGUARDED_CALL)
+    run_cli("check", "pkg", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    assert "torch.accelerator.synchronize()" in (tmp_path / "pkg" / "steps.py").read_text()
+
+
+@pytest.mark.parametrize(
+    ("test", "said"),
+    [
+        ("torch.cuda.is_available()", True),
+        ("current_platform.is_cuda_alike()", True),
+        ("x.is_cuda and y", True),
+        ("x.device.type == 'cuda'", True),
+        ("'cuda' != device", False),
+        ("torch.version.hip is not None", True),
+        ("not _is_hip", False),
+        ("is_cuda() or is_xpu()", None),
+        ("device.type in ('cuda', 'hip')", True),
+        ("is_xpu()", None),
+    ],
+)
+def test_the_index_reads_a_test_by_its_words(test, said):
+    assert says_cuda(ast.parse(test, mode="eval").body) is said
+
+
+def test_the_index_keeps_only_uses_that_can_name_the_project(tmp_path):
+    source = (
+        "import os\nimport torch\nfrom pkg.a import f\nfrom . import b\n\n\n"
+        "def g():\n    os.getcwd()\n    torch.zeros(1)\n    f()\n    b.h()\n    g()\n"
+    )
+    facts = read_module(ast.parse(source), frozenset({"pkg"}))
+    assert [use[0] for use in facts["uses"]] == ["f", "b.h", "g"]
+    assert facts["units"] == [["g", 7, 12]]
+
+
+# --- int64 findings across modules, judged by the kernel's contract ----------------------------
+KERNELS = (
+    "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+    "def prepare_kernel(query_len_ptr, num_rejected_ptr, out_ptr):\n"
+    "    pid = tl.program_id(0)\n"
+    "    query_len = tl.load(query_len_ptr + pid).to(tl.int32)\n"
+    "    i = query_len - tl.load(num_rejected_ptr + pid)\n"
+    "    if pid == 0:\n"
+    "        i = pid\n"
+    "    tl.store(out_ptr + pid, i)\n"
+)
+SAMPLER = (
+    "import torch\n\nfrom {import_line}\n\n\n"
+    "def sample(query_lens, num_reqs, out):\n"
+    "    sampled = torch.empty(num_reqs, 4, dtype=torch.int64)\n"
+    "    num_sampled = sampled.new_empty(num_reqs)\n"
+    "    num_rejected = torch.empty_like(num_sampled)\n"
+    "    {kernel}[(num_reqs,)](query_lens, num_rejected, out)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("files", "import_line", "kernel"),
+    [
+        ({}, "pkg.kernels import prepare_kernel", "prepare_kernel"),
+        ({}, "pkg.kernels import prepare_kernel as prepare", "prepare"),
+        ({}, "pkg import kernels", "kernels.prepare_kernel"),
+        ({"pkg/__init__.py": "from .kernels import prepare_kernel\n"}, "pkg import prepare_kernel",
+         "prepare_kernel"),
+    ],
+)  # fmt: skip
+def test_the_seed_across_two_modules_is_flagged_at_the_new_tensor_and_at_the_launch(
+    tmp_path, files, import_line, kernel
+):
+    sampler = SAMPLER.format(import_line=import_line, kernel=kernel)
+    _project(tmp_path, {**files, "pkg/kernels.py": KERNELS, "pkg/sampler.py": sampler})
+    result = run_cli("check", "pkg", "--output-format", "json", "--no-cache", cwd=tmp_path)
+    found = {(item["code"], item["location"]["row"]): item for item in json.loads(result.stdout)}
+    assert sorted(found) == [("PORT201", 8), ("PORT202", 10)]
+    launch = found["PORT202", 10]
+    assert launch["message"].startswith(
+        "Triton kernel `prepare_kernel` needs int32 for `num_rejected_ptr`: `i` meets an int32 "
+        "value at pkg/kernels.py:11"
+    )
+    assert launch["location"]["column"] == len(f"    {kernel}[(num_reqs,)](query_lens, ") + 1
+    assert found["PORT201", 8]["message"].endswith(
+        "; it reaches Triton kernel `prepare_kernel` (pkg/kernels.py:11), which needs int32 for "
+        "`num_rejected_ptr`"
+    )
+    # The fixed form is silent.
+    fixed = sampler.replace("new_empty(num_reqs)", "new_empty(num_reqs, dtype=torch.int32)")
+    (tmp_path / "pkg" / "sampler.py").write_text(fixed)
+    assert _findings(tmp_path, "--no-cache") == []
+
+
+def test_a_kernel_that_takes_any_width_gets_int64_silently(tmp_path):
+    kernels = KERNELS.replace("    if pid == 0:\n        i = pid\n", "")
+    sampler = SAMPLER.format(
+        import_line="pkg.kernels import prepare_kernel", kernel="prepare_kernel"
+    )
+    _project(tmp_path, {"pkg/kernels.py": kernels, "pkg/sampler.py": sampler})
+    assert _findings(tmp_path, "--no-cache") == []
+
+
+def test_a_new_tensor_given_to_a_wrapper_that_launches_the_kernel_reaches_it(tmp_path):
+    wrapper = (
+        "from pkg.kernels import prepare_kernel\n\n\n"
+        "def prepare(query_lens, num_rejected, out):\n"
+        "    prepare_kernel[(1,)](query_lens, num_rejected, out)\n\n\n"
+        "def record(stats, num_rejected):\n    stats.append(num_rejected.sum())\n"
+    )
+    caller = (
+        "import torch\n\nfrom pkg.wrapper import prepare, record\n\n\n"
+        "def sample(query_lens, out, stats):\n"
+        "    sampled = torch.empty(4, dtype=torch.int64)\n"
+        "    num_rejected = sampled.new_empty(4)\n"
+        "    prepare(query_lens, num_rejected, out)\n"
+        "    kept = sampled.new_zeros(4)\n"
+        "    record(stats, kept)\n"
+    )
+    files = {"pkg/kernels.py": KERNELS, "pkg/wrapper.py": wrapper, "pkg/sampler.py": caller}
+    _project(tmp_path, files)
+    found = _findings(tmp_path, "--no-cache")
+    # `num_rejected` reaches the kernel through `prepare`; `kept` goes only to torch's `sum`.
+    assert [line.split(" ")[:2] for line in found] == [["pkg/sampler.py:8:20:", "PORT201"]]
+    assert found[0].endswith(
+        "it is given to `prepare`, and Triton kernel `prepare_kernel` (pkg/kernels.py:11) needs "
+        "int32 for `num_rejected_ptr`"
+    )
