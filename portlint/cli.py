@@ -28,7 +28,7 @@ from portlint.engine import (
     write_source,
 )
 from portlint.findings import SAFE, Silenced, Violation, split_lines
-from portlint.formats import FORMATS, Context, OutputFormat
+from portlint.formats import FORMATS, Context, OutputFormat, repository_root
 from portlint.registry import BrokenRules, all_rules, check_catalog_lists_every_rule
 from portlint.reporters import fixes_report, summary
 from portlint.settings import Settings
@@ -313,9 +313,8 @@ class Report:
         self.silenced: list[Silenced] | None = None
 
     def render(self, violations: list[Violation]) -> str:
-        context = Context(
-            self.sources, str(Path.cwd()), self.options.show_statistics, self.silenced
-        )
+        root = repository_root(os.getcwd())
+        context = Context(self.sources, root, self.options.show_statistics, self.silenced)
         return self.options.format.render(violations, context)
 
     def emit(

@@ -8,6 +8,13 @@ from collections import Counter
 from portlint.catalog import CATALOG
 from portlint.findings import SAFE, Silenced, Violation
 
+# The code of a diagnostic that is no rule's: a file that could not be read or parsed (ruff's).
+INVALID_SYNTAX = "invalid-syntax"
+
+
+def code_of(violation: Violation) -> str:
+    return violation.code or INVALID_SYNTAX
+
 
 def label(violation: Violation) -> str:
     if violation.code is None:
@@ -82,7 +89,7 @@ def fixes_report(applied: Counter[tuple[str, str]]) -> str:
 def statistics_items(violations: list[Violation]) -> list[dict]:
     """Counts per code, most frequent first (as ruff's ``--statistics``: code, name, count, and how
     many have a safe fix)."""
-    counts = Counter(v.code or "syntax-error" for v in violations)
+    counts = Counter(code_of(v) for v in violations)
     fixable = Counter(v.code for v in violations if v.fix and v.fix.applicability == SAFE)
     return [
         {

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from portlint.docs import rule_url
 from tests.helpers import run_cli
 
 BUGGY = 'import torch\ndevice = torch.device("cuda")\ny = x.cuda()\n'
@@ -66,7 +67,9 @@ def test_json_output_uses_ruff_field_names(project):
         "fix",
         "location",
         "message",
+        "name",
         "noqa_row",
+        "severity",
         "url",
     }
     assert first["location"] == {"row": 2, "column": 10}
@@ -74,6 +77,27 @@ def test_json_output_uses_ruff_field_names(project):
     assert first["filename"] == str((project / "src/pkg/buggy.py").resolve())
     assert first["noqa_row"] == 2 and first["fix"]["applicability"] == "unsafe"
     assert first["confidence"] == "certain"
+    assert (first["name"], first["severity"]) == ("hardcoded-cuda-device", "error")
+    assert first["url"] == rule_url("hardcoded-cuda-device")
+
+
+def test_json_has_every_field_ruff_has_and_syntax_errors_are_invalid_syntax(tmp_path):
+    """ruff 0.17's JSON objects (as `ruff check --output-format json` prints them) have these
+    keys; a file that does not parse is code `invalid-syntax`, as in ruff."""
+    ruff_fields = {"cell", "code", "end_location", "filename", "fix", "location", "message",
+                   "name", "noqa_row", "severity", "url"}  # fmt: skip
+    write(tmp_path, "broken.py", "import torch\ndef f(:\n    torch.cuda.synchronize()\n")
+    write(tmp_path, "warm.py", 'import torch\n\n\ndef run(x, device="cuda"):\n    return x\n')
+    result = run_cli("check", ".", "--output-format", "json", cwd=tmp_path)
+    items = json.loads(result.stdout)
+    assert all(ruff_fields <= set(item) for item in items)
+    assert [
+        (i["code"], i["name"], i["severity"], i["noqa_row"], i["url"], i["location"]["row"])
+        for i in items
+    ] == [
+        ("invalid-syntax", "invalid-syntax", "error", None, None, 2),
+        ("PORT101", "hardcoded-cuda-device", "warning", 4, rule_url("hardcoded-cuda-device"), 4),
+    ]
 
 
 def test_likely_findings_are_marked_in_text_and_json(tmp_path):
