@@ -74,10 +74,12 @@ def _load(path: str, row: list) -> Violation:
 
 
 class Cache:
-    def __init__(self, root: Path, settings: Settings, fix_edits: bool) -> None:
+    def __init__(
+        self, root: Path, settings: Settings, fix_edits: bool, folder: Path | None = None
+    ) -> None:
         key = json.dumps([_build_stamp(), _settings_key(settings), fix_edits], sort_keys=True)
         name = hashlib.sha256(key.encode()).hexdigest()[:20]
-        self.folder = root / CACHE_DIR
+        self.folder = folder or root / CACHE_DIR  # (folder: --cache-dir)
         self.file = self.folder / f"{name}.json"
         self.entries: dict[str, list] = {}
         self.changed = False
@@ -125,7 +127,7 @@ class Cache:
         if not self.changed:
             return
         with contextlib.suppress(OSError):
-            self.folder.mkdir(exist_ok=True)
+            self.folder.mkdir(parents=True, exist_ok=True)
             ignore = self.folder / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("# Created by portlint.\n*\n")

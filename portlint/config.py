@@ -84,6 +84,8 @@ class Overrides:
     extend_exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] | None = None
     extend_per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    ignore_noqa: bool = False
+    partial_parse: bool = True
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -153,6 +155,8 @@ def load_settings(config_path: Path | None, overrides: Overrides, cwd: Path) -> 
         noqa_markers=tuple(table.get("extend-noqa-markers", [])),
         device_expression=table.get("device-expression", ""),
         target_torch_version=_target_torch_version(overrides, table, document, where),
+        ignore_noqa=overrides.ignore_noqa,
+        partial_parse=overrides.partial_parse,
     )
 
 
@@ -187,6 +191,10 @@ class Configurations:
         if config not in self._settings:
             self._settings[config] = load_settings(config, self.overrides, self.cwd)
         return self._settings[config]
+
+    def config_of(self, settings: Settings) -> Path | None:
+        """The configuration file ``settings`` were built from (None: the defaults)."""
+        return next(config for config, built in self._settings.items() if built is settings)
 
 
 # Keys whose values an extending table adds to the base's instead of replacing them.

@@ -24,6 +24,7 @@ from portlint.reporters import (
     INVALID_SYNTAX,
     code_of,
     label,
+    location,
     silenced_report,
     statistics,
     statistics_items,
@@ -49,8 +50,8 @@ class Sources:
         return [line.rstrip("\r\n") for line in split_lines(self.texts[path])]
 
 
-def text_report(violations: list[Violation]) -> str:
-    lines = [f"{v.path}:{v.line}:{v.col}: {label(v)}" for v in violations]
+def text_report(violations: list[Violation], color: bool = False) -> str:
+    lines = [f"{location(v, color)} {label(v, color)}" for v in violations]
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -113,13 +114,15 @@ def json_lines_report(violations: list[Violation]) -> str:
     return "".join(json.dumps(item, sort_keys=True) + "\n" for item in json_items(violations))
 
 
-def full_report(violations: list[Violation], given: dict[str, str] | None = None) -> str:
+def full_report(
+    violations: list[Violation], given: dict[str, str] | None = None, color: bool = False
+) -> str:
     """Each finding with its source line, a caret under the span, and its fix, if any."""
     sources = Sources(given)
     blocks = []
     for v in violations:
         lines = sources.lines(v.path)
-        block = [f"{v.path}:{v.line}:{v.col}: {label(v)}"]
+        block = [f"{location(v, color)} {label(v, color)}"]
         if 0 < v.line <= len(lines):
             text = lines[v.line - 1]
             end = v.end_col if v.end_line == v.line and v.end_col > v.col else len(text) + 1
@@ -327,6 +330,7 @@ class Context:
     root: str = "."  # what SARIF's URIs are relative to (the repository root)
     statistics: bool = False  # --statistics: counts per code instead of the findings
     silenced: list[Silenced] | None = None  # --show-silenced: the silenced findings too
+    color: bool = False  # for people's formats: ANSI colours, as ruff's
 
 
 @dataclass(frozen=True)
@@ -342,7 +346,7 @@ class OutputFormat:
 
 
 def _text(violations: list[Violation], context: Context) -> str:
-    text = statistics(violations) if context.statistics else text_report(violations)
+    text = statistics(violations) if context.statistics else text_report(violations, context.color)
     return text + silenced_report(context.silenced or [])
 
 
@@ -358,7 +362,8 @@ def _json(violations: list[Violation], context: Context) -> str:
 def _full(violations: list[Violation], context: Context) -> str:
     if context.statistics:
         return statistics(violations)
-    return full_report(violations, context.sources) + silenced_report(context.silenced or [])
+    full = full_report(violations, context.sources, context.color)
+    return full + silenced_report(context.silenced or [])
 
 
 FORMATS: dict[str, OutputFormat] = {
