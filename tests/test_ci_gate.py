@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -346,34 +347,56 @@ def test_force_exclude_applies_excludes_to_named_files(formats):
     assert (forced.returncode, forced.stdout) == (0, "All checks passed!\n")
 
 
-def pre_commit(cwd: Path, hook: str) -> subprocess.CompletedProcess[str]:
-    """``pre-commit try-repo`` with this repository (its working tree, uncommitted changes too)."""
+def readme_pre_commit_config() -> str:
+    """The `.pre-commit-config.yaml` snippet of the README, as written there."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.DOTALL)
+    (snippet,) = [block for block in blocks if "- id: portlint\n" in block and "rev:" in block]
+    return snippet
+
+
+def test_the_readme_pins_a_commit_of_this_repository_with_todays_hooks():
+    """The pinned `rev` exists here, and its hooks are the ones the working tree defines (a
+    change to .pre-commit-hooks.yaml needs a new pin)."""
+    (rev,) = re.findall(r"^\s+rev: (\S+)$", readme_pre_commit_config(), re.MULTILINE)
+    assert re.fullmatch(r"[0-9a-f]{40}", rev)
+    pinned = subprocess.run(["git", "show", f"{rev}:.pre-commit-hooks.yaml"], cwd=REPO,
+                            capture_output=True, text=True, check=True)  # fmt: skip
+    assert pinned.stdout == (REPO / ".pre-commit-hooks.yaml").read_text()
+
+
+def pre_commit(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`pre-commit run ARGS` in ``cwd``, with a pre-commit home of its own."""
     env = {**os.environ, "PRE_COMMIT_HOME": str(cwd.parent / "pre-commit-home"),
            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
-    command = [sys.executable, "-m", "pre_commit", "try-repo", str(REPO), hook, "--color", "never"]
+    command = [sys.executable, "-m", "pre_commit", "run", *args, "--color", "never"]
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
 
 
-def test_pre_commit_hooks_fail_then_fix_then_pass_and_skip_without_python(tmp_path):
+def test_the_readme_pre_commit_snippet_fails_then_fixes_then_passes_and_skips(tmp_path):
+    """The README's snippet as written, this repository's clone standing in for its address."""
     pytest.importorskip("pre_commit")
+    config = readme_pre_commit_config()
+    assert f"repo: {REPOSITORY_URL}\n" in config
     repo = tmp_path / "user-repo"
     repo.mkdir()
     git(repo, "init", "-q")
+    (repo / ".pre-commit-config.yaml").write_text(config.replace(REPOSITORY_URL, str(REPO)))
     (repo / "step.py").write_text("import torch\n\n\ndef step():\n    torch.cuda.synchronize()\n")
-    git(repo, "add", "step.py")
+    git(repo, "add", ".pre-commit-config.yaml", "step.py")
 
-    failed = pre_commit(repo, "portlint")
+    failed = pre_commit(repo, "portlint", "--all-files")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "step.py:5:5: PORT401" in failed.stdout
 
-    fixed = pre_commit(repo, "portlint-fix")
+    fixed = pre_commit(repo, "portlint-fix", "--all-files")
     assert fixed.returncode == 1 and "files were modified by this hook" in fixed.stdout
     assert (repo / "step.py").read_text().endswith("    torch.accelerator.synchronize()\n")
     git(repo, "add", "step.py")
-    passed = pre_commit(repo, "portlint")
+    passed = pre_commit(repo)
     assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "Passed" in passed.stdout
+    assert passed.stdout.count("Passed") == 2
 
     git(repo, "commit", "-qm", "step")
     (repo / "notes.txt").write_text("no python here\n")

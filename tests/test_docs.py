@@ -4,6 +4,7 @@ links of the README and docs/ lead to files that exist."""
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from portlint import generate
 from portlint.docs import RULES_FOLDER, rule_page
 from portlint.registry import all_rules
-from tests.helpers import REPO
+from tests.helpers import REPO, run_cli
 
 
 def test_every_derived_file_is_fresh():
@@ -62,7 +63,8 @@ WRITTEN_ELSEWHERE = {REPO / "docs" / "editors.md"}
 
 
 def _links(path: Path) -> list[str]:
-    text = path.read_text(encoding="utf-8")
+    """The relative link targets of a Markdown file, outside code."""
+    text = re.sub(r"```.*?```|`[^`]*`", "", path.read_text(encoding="utf-8"), flags=re.DOTALL)
     return [target for target in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in target]
 
 
@@ -92,3 +94,36 @@ def test_relative_links_lead_to_files_and_headings_that_exist(document):
         if not file.exists() or (anchor and file.suffix == ".md" and anchor not in _anchors(file)):
             broken.append(link)
     assert broken == []
+
+
+def _console_examples() -> list[tuple[str, str]]:
+    """Each `$ portlint ...` command of the README's console blocks, with the output shown."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    examples = []
+    for block in re.findall(r"```console\n(.*?)```", readme, re.DOTALL):
+        for chunk in re.split(r"^(?=\$ )", block, flags=re.MULTILINE):
+            command, _, output = chunk.partition("\n")
+            if command.startswith("$ portlint "):
+                examples.append((command[2:], output.rstrip("\n") + "\n"))
+    return examples
+
+
+@pytest.mark.parametrize(("command", "shown"), _console_examples())
+def test_the_readme_shows_real_output(command, shown):
+    """A command on the repository's own files prints what the README shows (others, such as
+    the `pkg` of the platform example, are illustrations)."""
+    args = shlex.split(command)[1:]
+    if not all((REPO / arg).exists() for arg in args[1:] if not arg.startswith("-")):
+        pytest.skip(f"an illustration: {command}")
+    result = run_cli(*args, "--no-cache", cwd=REPO)
+    assert result.stdout.rstrip("\n") + "\n" == shown
+
+
+def test_the_readme_set_up_is_what_ci_runs():
+    """The README's two set-up commands, as .ci/run runs them (there with --quiet)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").replace("--quiet ", "")
+    first = "python3 -m venv .venv && . .venv/bin/activate && pip install . && portlint check tests/seeds"
+    second = 'pip install torch==2.13.0 && pip install -e ".[test]" && python -m pytest -q'
+    assert first in readme and second in readme
+    assert "pip install .\n" in ci and "portlint check tests/seeds" in ci and second in ci
