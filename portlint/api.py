@@ -141,12 +141,14 @@ def lint_groups(
     show_silenced: bool = False,
 ) -> RunResult:
     """Lint each group of files with its settings (see :func:`portlint.engine.lint_files`);
-    ``cache_for(settings)``: the cache of a group, or None. Caches are saved here."""
+    ``cache_for(settings)``: the cache of a group, or None. Caches are saved here.
+    ``progress(done, total)`` counts on across the groups."""
     total = RunResult()
     for settings_, files in groups.items():
         cache = cache_for(settings_)
+        counted = _counting_on(progress, total.files_parsed) if progress else None
         result = lint_files(
-            files, settings_, jobs, progress, fix_edits, cache, speedups=speedups,
+            files, settings_, jobs, counted, fix_edits, cache, speedups=speedups,
             show_silenced=show_silenced,
         )  # fmt: skip
         if cache is not None:
@@ -159,6 +161,10 @@ def lint_groups(
     total.violations.sort()
     total.silenced.sort()
     return total
+
+
+def _counting_on(progress: Callable[[int, int], None], before: int) -> Callable[[int, int], None]:
+    return lambda done, count: progress(before + done, before + count)
 
 
 def common_folder(paths: list[Path]) -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from portlint import api
-from portlint.config import ConfigError
+from portlint.config import ConfigError, Configurations, Overrides
 
 BUGGY = 'import torch\nd = torch.device("cuda")\ny = x.cuda()\n'
 
@@ -78,3 +78,17 @@ def test_a_bad_configuration_raises_config_error(tmp_path):
         api.lint_paths(["a.py"], cwd=tmp_path)
     with pytest.raises(ConfigError, match="unknown rule selector 'PORT9'"):
         api.make_settings(select=["PORT9"])
+
+
+def test_progress_counts_on_across_configurations(tmp_path):
+    write(tmp_path, "pyproject.toml", "[tool.portlint]\n")
+    write(tmp_path, "sub/pyproject.toml", '[tool.portlint]\nselect = ["PORT1"]\n')
+    for name in ("a.py", "b.py", "sub/c.py", "sub/d.py", "sub/e.py"):
+        write(tmp_path, name, BUGGY)
+    configurations = Configurations(Overrides(), tmp_path)
+    groups, _ = api.files_by_settings([tmp_path], configurations)
+    assert sorted(len(files) for files in groups.values()) == [2, 3]
+    calls: list[tuple[int, int]] = []
+    api.lint_groups(groups, jobs=1, progress=lambda done, total: calls.append((done, total)))
+    assert [done for done, _ in calls] == [1, 2, 3, 4, 5]
+    assert calls[-1] == (5, 5)
