@@ -106,6 +106,8 @@ def inline_table(option: str) -> dict[str, Any]:
     except (tomllib.TOMLDecodeError, RecursionError) as error:
         raise ConfigError(f"{where}: not a TOML `KEY = VALUE` pair: {error}") from None
     _validate(table, where)
+    if "extend" in table:
+        raise ConfigError(f"{where}: extend works in a configuration file only")
     return table
 
 

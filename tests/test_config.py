@@ -225,6 +225,10 @@ def test_inline_config_pairs_are_laid_over_the_configuration(nested):
         ("selekt = 1", "--config 'selekt = 1': unknown key(s) in [tool.portlint]: selekt"),
         ("select = [", "--config 'select = [': not a TOML `KEY = VALUE` pair"),
         ("select = 1", "--config 'select = 1': [tool.portlint] select must be a list of strings"),
+        (
+            'extend = "a.toml"',
+            "--config 'extend = \"a.toml\"': extend works in a configuration file only",
+        ),
     ],
 )
 def test_a_bad_inline_config_is_one_line(nested, option, message):
