@@ -74,10 +74,12 @@ def _load(path: str, row: list) -> Violation:
 
 
 class Cache:
-    def __init__(self, root: Path, settings: Settings, fix_edits: bool) -> None:
+    def __init__(
+        self, root: Path, settings: Settings, fix_edits: bool, folder: Path | None = None
+    ) -> None:
         key = json.dumps([build_stamp(), _settings_key(settings), fix_edits], sort_keys=True)
         name = hashlib.sha256(key.encode()).hexdigest()[:20]
-        self.folder = root / CACHE_DIR
+        self.folder = folder or root / CACHE_DIR  # (folder: --cache-dir)
         self.file = self.folder / f"{name}.json"
         self.entries: dict[str, list] = {}
         self.changed = False
@@ -124,13 +126,19 @@ class Cache:
         """Write the table atomically; a cache that cannot be written is no error."""
         if not self.changed:
             return
-        with contextlib.suppress(OSError):
-            self.folder.mkdir(exist_ok=True)
-            ignore = self.folder / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# Created by portlint.\n*\n")
-            data = json.dumps(self.entries, separators=(",", ":")).encode("utf-8")
-            write_atomically(str(self.file), data)
+        save_table(self.folder, self.file, self.entries)
+
+
+def save_table(folder: Path, file: Path, entries: dict) -> None:
+    """Write a table of ``folder`` (made, and git-ignored, where missing) atomically; a table
+    that cannot be written is no error."""
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        ignore = folder / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# Created by portlint.\n*\n")
+        data = json.dumps(entries, separators=(",", ":")).encode("utf-8")
+        write_atomically(str(file), data)
 
 
 def clean(root: Path) -> bool:

@@ -13,22 +13,24 @@ from pathlib import Path
 import click
 
 from portlint import __version__
+from portlint.api import files_by_settings, lint_groups
+from portlint.atomic import write_atomically
 from portlint.cache import CACHE_DIR, Cache
 from portlint.cache import clean as clean_cache
 from portlint.changes import ChangesError, changed_lines, on_changed_lines
-from portlint.config import ConfigError, Overrides, find_pyproject, load_settings
-from portlint.discovery import discover, is_excluded
+from portlint.config import ConfigError, Configurations, Overrides, inline_table
+from portlint.discovery import is_excluded
 from portlint.engine import (
     SourceError,
     decode_source,
     fix_source,
-    lint_files,
     lint_source,
     read_source,
     write_source,
 )
 from portlint.findings import SAFE, Silenced, Violation, split_lines
-from portlint.formats import FORMATS, Context, OutputFormat
+from portlint.formats import FORMATS, Context, OutputFormat, repository_root
+from portlint.index.project import Project
 from portlint.registry import BrokenRules, all_rules, check_catalog_lists_every_rule
 from portlint.reporters import fixes_report, summary
 from portlint.settings import Settings
@@ -77,24 +79,37 @@ class CheckOptions:
     select: str | None
     extend_select: str | None
     ignore: str | None
-    config_file: Path | None
+    config: tuple[str, ...]
     output_format: str
+    output_file: Path | None
     exit_zero: bool
+    exit_non_zero_on_fix: bool
     show_statistics: bool
+    show_settings: bool
+    show_files: bool
     jobs: int | None
     quiet: bool
+    verbose: bool
+    color: str
     fix: bool
+    fix_only: bool
     unsafe_fixes: bool
     diff: bool
     show_fixes: bool
     target_torch_version: str | None
+    exclude: str | None
+    extend_exclude: str | None
+    per_file_ignores: str | None
+    extend_per_file_ignores: str | None
     force_exclude: bool
+    ignore_noqa: bool
     baseline: Path | None
     write_baseline: Path | None
     since: str | None
     add_noqa: bool
     stdin_filename: str | None
     no_cache: bool
+    cache_dir: Path | None
     no_partial_parse: bool
     show_silenced: bool
 
@@ -112,6 +127,21 @@ class CheckOptions:
     def format(self) -> OutputFormat:
         return FORMATS[self.output_format]
 
+    @property
+    def fixing(self) -> bool:
+        """Fixes are written (``--fix``, or ``--fix-only``, which implies it)."""
+        return self.fix or self.fix_only
+
+    @property
+    def colored(self) -> bool | None:
+        """Colour for click: True (always), False (never), None (where the output is a
+        terminal). ``NO_COLOR`` set to anything but the empty string turns "auto" off."""
+        if self.color == "always":
+            return True
+        if self.color == "never" or os.environ.get("NO_COLOR"):
+            return False
+        return None
+
 
 class UsageError(Exception):
     """Something the user must change (an option, the configuration): one line, exit 2."""
@@ -126,9 +156,10 @@ class UsageError(Exception):
 @click.option("--ignore", help="Codes or prefixes to disable.")
 @click.option(
     "--config",
-    "config_file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="A pyproject.toml to read instead of the nearest one.",
+    multiple=True,
+    metavar="CONFIG_OPTION",
+    help="A pyproject.toml to use for every file instead of the closest one, or a TOML "
+    "`KEY = VALUE` pair laid over the configuration (as in [tool.portlint]); repeatable.",
 )
 @click.option(
     "--output-format",
@@ -137,7 +168,19 @@ class UsageError(Exception):
     show_default=True,
     help=_format_help(),
 )
+@click.option(
+    "-o",
+    "--output-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    envvar="PORTLINT_OUTPUT_FILE",
+    help="Write the report to this file instead of stdout.",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option(
+    "--exit-non-zero-on-fix",
+    is_flag=True,
+    help="Exit 1 when a fix changed a file, even if no finding remains.",
+)
 @click.option(
     "--statistics",
     "show_statistics",
@@ -145,10 +188,34 @@ class UsageError(Exception):
     help="Show counts per code instead of the findings.",
 )
 @click.option(
+    "--show-settings",
+    is_flag=True,
+    help="Show the settings that apply to the first path, and the file they come from; lint "
+    "nothing.",
+)
+@click.option(
+    "--show-files", is_flag=True, help="List the files that would be linted; lint nothing."
+)
+@click.option(
     "-j", "--jobs", type=click.IntRange(min=1), help="Processes to use (default: CPU count)."
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings and nothing else.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Also say, on stderr, which configuration each file got."
+)
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour in the text formats (auto: on a terminal, unless NO_COLOR is set).",
+)
 @click.option("--fix", is_flag=True, help="Apply safe fixes and write the files.")
+@click.option(
+    "--fix-only",
+    is_flag=True,
+    help="Apply fixes, but report nothing of what is left, and exit 0 for it (implies --fix).",
+)
 @click.option(
     "--unsafe-fixes", is_flag=True, help="Apply unsafe fixes as well (with --fix or --diff)."
 )
@@ -160,10 +227,25 @@ class UsageError(Exception):
     help="Oldest torch the code supports: PORT4xx report only APIs whose replacement it has.",
 )
 @click.option(
+    "--exclude", help="Comma-separated patterns to exclude (replaces the configured list)."
+)
+@click.option("--extend-exclude", help="Patterns to exclude in addition.")
+@click.option(
+    "--per-file-ignores",
+    metavar="PATTERN:CODE,...",
+    help="Codes to ignore in files matching a pattern (replaces the configured table).",
+)
+@click.option(
+    "--extend-per-file-ignores",
+    metavar="PATTERN:CODE,...",
+    help="Codes to ignore in files matching a pattern, in addition.",
+)
+@click.option(
     "--force-exclude",
     is_flag=True,
     help="Apply excludes to files named on the command line too (for pre-commit).",
 )
+@click.option("--ignore-noqa", is_flag=True, help="Report findings that a noqa comment suppresses.")
 @click.option(
     "--baseline",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -176,7 +258,13 @@ class UsageError(Exception):
 )
 @click.option("--since", metavar="REV", help="Report only findings on lines changed since REV.")
 @click.option("--add-noqa", is_flag=True, help="Add a `# noqa: CODE` to every line with a finding.")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write .portlint_cache/.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    envvar="PORTLINT_CACHE_DIR",
+    help=f"Where to keep the cache (default: {CACHE_DIR}/ beside the configuration).",
+)
 @click.option(
     "--no-partial-parse",
     is_flag=True,
@@ -196,71 +284,118 @@ class UsageError(Exception):
 def check(**parameters: object) -> None:
     """Lint PATHS (files or folders; default: the current folder; `-`: stdin)."""
     options = CheckOptions(**parameters)  # type: ignore[arg-type]
+    report = Report(options)
     try:
-        status = _check(options)
+        status = _check(options, report)
+        report.close()
     except (UsageError, ConfigError, BrokenRules) as error:
         click.echo(f"portlint: error: {error}", err=True)
+        status = EXIT_ERROR
+    except OSError as error:  # the output file
+        click.echo(f"portlint: error: {options.output_file}: {error.strerror}", err=True)
         status = EXIT_ERROR
     sys.exit(status)
 
 
-def _settings(options: CheckOptions) -> tuple[Settings, dict[str, set[int] | None] | None]:
-    """The run's settings, and the lines changed since ``--since`` (None: no such option)."""
-    if options.config_file is not None and not options.config_file.is_file():
-        raise UsageError(f"config file not found: {options.config_file}")
-    cwd = Path.cwd()
-    config_path = options.config_file or find_pyproject(_common_folder(options.targets, cwd))
+def _pairs(value: str | None, option: str) -> dict[str, list[str]]:
+    """``PATTERN:CODE,PATTERN:CODE`` as ruff's ``--per-file-ignores`` takes it."""
+    table: dict[str, list[str]] = {}
+    for item in _codes(value):
+        pattern, colon, code = item.rpartition(":")
+        if not (colon and pattern and code):
+            raise UsageError(f"{option}: expected PATTERN:CODE, got {item!r}")
+        table.setdefault(pattern, []).append(code.strip())
+    return table
+
+
+def _configurations(options: CheckOptions) -> Configurations:
+    """How each file gets its settings: the closest configuration, or the one ``--config`` file,
+    with ``--config KEY=VALUE`` pairs and the other options laid over."""
+    files, table = [], {}
+    for value in options.config:
+        if "=" in value and not Path(value).is_file():
+            table.update(inline_table(value))
+        else:
+            files.append(Path(value))
+    if len(files) > 1:
+        raise UsageError("--config: give one configuration file (and any KEY = VALUE pairs)")
+    if files and not files[0].is_file():
+        raise UsageError(f"config file not found: {files[0]}")
     overrides = Overrides(
         select=_codes(options.select) if options.select is not None else None,
         extend_select=_codes(options.extend_select),
         ignore=_codes(options.ignore),
         target_torch_version=options.target_torch_version,
+        table=table,
+        exclude=_codes(options.exclude) if options.exclude is not None else None,
+        extend_exclude=_codes(options.extend_exclude),
+        per_file_ignores=(
+            _pairs(options.per_file_ignores, "--per-file-ignores")
+            if options.per_file_ignores is not None
+            else None
+        ),
+        extend_per_file_ignores=_pairs(
+            options.extend_per_file_ignores, "--extend-per-file-ignores"
+        ),
+        ignore_noqa=options.ignore_noqa,
+        partial_parse=not options.no_partial_parse,
     )
-    settings = load_settings(config_path, overrides, cwd)
-    if options.no_partial_parse:
-        settings = dataclasses.replace(settings, partial_parse=False)
+    return Configurations(overrides, Path.cwd(), files[0] if files else None)
+
+
+def _check_options(options: CheckOptions) -> dict[str, set[int] | None] | None:
+    """Options that cannot go together; the lines changed since ``--since`` (None: no such
+    option)."""
     if "-" in map(str, options.paths) and not options.reading_stdin:
         raise UsageError("`-` (stdin) cannot be combined with other paths")
-    modes = (options.fix or options.diff, options.add_noqa, options.write_baseline is not None)
+    modes = (options.fixing or options.diff, options.add_noqa, options.write_baseline is not None)
     if sum(map(bool, modes)) > 1:
         raise UsageError("use one of --fix/--diff, --add-noqa and --write-baseline at a time")
     if options.show_silenced and not options.format.shows_silenced:
         shown = ", ".join(name for name, fmt in FORMATS.items() if fmt.shows_silenced)
         raise UsageError(f"--show-silenced works with the output formats {shown}")
     try:
-        changed = changed_lines(options.since, cwd) if options.since else None
+        return changed_lines(options.since, Path.cwd()) if options.since else None
     except ChangesError as error:
         raise UsageError(f"--since: {error}") from None
-    return settings, changed
 
 
-def _check(options: CheckOptions) -> int:
+def _check(options: CheckOptions, report: Report) -> int:
     check_catalog_lists_every_rule()
-    settings, changed = _settings(options)
-    report = Report(options)
+    configurations = _configurations(options)
+    changed = _check_options(options)
+    if options.show_settings:
+        return _show_settings(options.targets[0], configurations)
     if options.reading_stdin:
-        return _check_stdin(options, settings, report)
-    files, missing = discover(options.targets, settings, options.force_exclude)
+        stdin_settings = configurations.settings_for(Path(options.stdin_filename or "."))
+        return _check_stdin(options, stdin_settings, report)
+    groups, missing = files_by_settings(
+        options.targets, configurations, force_exclude=options.force_exclude
+    )
     if changed is not None:
-        files = [f for f in files if os.path.realpath(f) in changed]
+        groups = {
+            s: [f for f in files if os.path.realpath(f) in changed] for s, files in groups.items()
+        }
+    if options.show_files:
+        for file in sorted(f for files in groups.values() for f in files):
+            click.echo(str(file))
+        return EXIT_CLEAN
     for path in missing:
         click.echo(f"portlint: error: {path}: no such file or folder", err=True)
+    if options.verbose:
+        for settings, files in groups.items():
+            config = configurations.config_of(settings)
+            click.echo(f"portlint: {config or 'the defaults'}: {len(files)} file(s)", err=True)
     progress = _Progress(enabled=not options.quiet)
     fix_edits = options.format.shows_edits
-    # Beside the pyproject.toml found for the paths (the project root), else here.
-    cache_root = Path.cwd() if options.config_file is not None else Path(settings.root)
-    # (The cache holds what was reported, not what was silenced.)
-    use_cache = not (options.no_cache or options.show_silenced)
-    cache = Cache(cache_root, settings, fix_edits) if use_cache else None
     try:
-        result = lint_files(
-            files, settings, options.jobs, progress, fix_edits, cache, speedups=True,
-            show_silenced=options.show_silenced, project=True,
+        result = lint_groups(
+            groups, options.jobs, progress, fix_edits,
+            lambda settings: _cache(options, configurations, settings, fix_edits),
+            speedups=True, show_silenced=options.show_silenced, project=True,
         )  # fmt: skip
     finally:
         progress.close()
-    if cache is not None:
-        cache.save()
 
     violations = result.violations
     if changed is not None:
@@ -268,9 +403,11 @@ def _check(options: CheckOptions) -> int:
     if options.add_noqa:
         return _add_noqa(violations, result.internal_errors)
     applied: Counter[tuple[str, str]] = Counter()
-    if options.fix or options.diff:
+    changed_any = False
+    if options.fixing or options.diff:
+        settings_of = {str(f): s for s, files in groups.items() for f in files}
         violations, applied, changed_any, fix_errors = _apply_fixes(
-            violations, settings, options.unsafe_fixes, options.diff, result.project
+            violations, settings_of, options.unsafe_fixes, options.diff, result.projects
         )
         result.internal_errors.extend(fix_errors)
         if options.diff:
@@ -293,38 +430,93 @@ def _check(options: CheckOptions) -> int:
     except BaselineError as error:
         raise UsageError(str(error)) from None
     if options.show_fixes:
-        click.echo(fixes_report(applied), nl=False)
+        report.write(fixes_report(applied))
+    if options.verbose:
+        click.echo(
+            f"portlint: checked {result.files_checked} files, parsed {result.files_parsed}",
+            err=True,
+        )
     unchecked = len(missing) + len(result.internal_errors)
     report.silenced = result.silenced if options.show_silenced else None
-    report.emit(violations, sum(applied.values()), unchecked=unchecked)
+    if options.fix_only:
+        report.write(summary([], sum(applied.values()), unchecked=unchecked) + "\n")
+        violations = []
+    else:
+        report.emit(violations, sum(applied.values()), unchecked=unchecked)
     for message in result.internal_errors:
         click.echo(f"portlint: error: {message}", err=True)
     if failed:
         return EXIT_ERROR
+    if options.exit_non_zero_on_fix and changed_any:
+        return EXIT_FINDINGS
     return EXIT_FINDINGS if violations and not options.exit_zero else EXIT_CLEAN
 
 
+def _cache(
+    options: CheckOptions, configurations: Configurations, settings: Settings, fix_edits: bool
+) -> Cache | None:
+    """The cache of the files with ``settings``: beside their configuration (here with a
+    ``--config`` file), or in ``--cache-dir``. None with --no-cache or --show-silenced (the
+    cache holds what was reported, not what was silenced)."""
+    if options.no_cache or options.show_silenced:
+        return None
+    root = Path.cwd() if configurations.config_file is not None else Path(settings.root)
+    return Cache(root, settings, fix_edits, folder=options.cache_dir)
+
+
+def _show_settings(target: Path, configurations: Configurations) -> int:
+    """``--show-settings``: the configuration that applies to ``target`` and what it says."""
+    config = configurations.config_for(target)
+    settings = configurations.settings_of(config)
+    click.echo(f"Resolved settings for: {target}")
+    click.echo(f"Settings path: {config.resolve() if config else 'none (the defaults)'}")
+    for item in dataclasses.fields(settings):
+        value = getattr(settings, item.name)
+        if isinstance(value, frozenset):
+            value = sorted(value)
+        elif item.name == "per_file_ignores":
+            value = {pattern: sorted(codes) for pattern, codes in value}
+        click.echo(f"{item.name} = {value!r}")
+    return EXIT_CLEAN
+
+
 class Report:
-    """Prints findings in the chosen format (and, for people, the summary)."""
+    """Prints findings in the chosen format (and, for people, the summary), to stdout or to
+    ``--output-file`` (written whole at the end)."""
 
     def __init__(self, options: CheckOptions) -> None:
         self.options = options
         self.sources: dict[str, str] = {}
         self.silenced: list[Silenced] | None = None
+        self.kept: list[str] | None = [] if options.output_file is not None else None
+
+    def write(self, text: str, err: bool = False) -> None:
+        if self.kept is not None and not err:
+            self.kept.append(text)
+        else:
+            click.echo(text, nl=False, err=err, color=self.options.colored)
+
+    def close(self) -> None:
+        if self.kept is not None and self.options.output_file is not None:
+            text = "".join(self.kept)
+            if not self.options.colored:
+                text = click.unstyle(text)
+            write_atomically(str(self.options.output_file), text.encode("utf-8"))
 
     def render(self, violations: list[Violation]) -> str:
-        context = Context(
-            self.sources, str(Path.cwd()), self.options.show_statistics, self.silenced
-        )
+        root = repository_root(os.getcwd())
+        color = self.options.colored is not False and self.options.format.for_people
+        context = Context(self.sources, root, self.options.show_statistics, self.silenced, color)
         return self.options.format.render(violations, context)
 
     def emit(
         self, violations: list[Violation], fixed: int = 0, err: bool = False, unchecked: int = 0
     ) -> None:
-        click.echo(self.render(violations), nl=False, err=err)
+        self.write(self.render(violations), err=err)
         options = self.options
         if options.format.for_people and not options.quiet and not options.show_statistics:
-            click.echo(summary(violations, fixed, options.unsafe_fixes, unchecked), err=err)
+            text = summary(violations, fixed, options.unsafe_fixes, unchecked)
+            self.write(text + "\n", err=err)
 
 
 def _check_stdin(options: CheckOptions, settings: Settings, report: Report) -> int:
@@ -339,18 +531,23 @@ def _check_stdin(options: CheckOptions, settings: Settings, report: Report) -> i
         return EXIT_FINDINGS
     report.sources[path] = source
     if options.force_exclude and path != "-" and is_excluded(Path(path), settings):
-        if options.fix:
+        if options.fixing:
             sys.stdout.write(source)
         return EXIT_CLEAN
-    if options.fix or options.diff:
+    if options.fixing or options.diff:
         outcome = fix_source(path, source, settings, options.unsafe_fixes)
         if options.diff:
             _print_diff(path, source, outcome.source)
             return EXIT_FINDINGS if outcome.source != source else EXIT_CLEAN
         sys.stdout.write(outcome.source)
         sys.stdout.flush()
+        fixed = outcome.source != source
+        if options.fix_only:
+            return EXIT_FINDINGS if options.exit_non_zero_on_fix and fixed else EXIT_CLEAN
         report.emit(outcome.violations, sum(outcome.applied.values()), err=True)
         violations = outcome.violations
+        if options.exit_non_zero_on_fix and fixed:
+            return EXIT_FINDINGS
     else:
         fix_edits = options.format.shows_edits
         silenced: list[Silenced] | None = [] if options.show_silenced else None
@@ -392,8 +589,16 @@ def _add_noqa(violations: list[Violation], errors: list[str]) -> int:
     return EXIT_ERROR if errors else EXIT_CLEAN
 
 
-def _apply_fixes(violations, settings, unsafe: bool, diff_only: bool, project=None):
-    """Fix every file with an applicable fix; return what is left, what was fixed, and errors."""
+def _apply_fixes(
+    violations,
+    settings_of: dict[str, Settings],
+    unsafe: bool,
+    diff_only: bool,
+    projects: dict[str, Project],
+):
+    """Fix every file with an applicable fix (``settings_of``: each file's settings;
+    ``projects``: the project index each file belongs to); return what is left, what was fixed,
+    whether a file changed, and errors."""
     paths = sorted(
         {v.path for v in violations if v.fix and (unsafe or v.fix.applicability == SAFE)}
     )
@@ -403,7 +608,7 @@ def _apply_fixes(violations, settings, unsafe: bool, diff_only: bool, project=No
     remaining = [v for v in violations if v.path not in paths]
     for path in paths:
         original = read_source(path)
-        outcome = fix_source(path, original, settings, unsafe, project)
+        outcome = fix_source(path, original, settings_of[path], unsafe, projects.get(path))
         for dropped in outcome.dropped:
             click.echo(f"portlint: warning: fix dropped: {dropped}", err=True)
         if outcome.source == original:
@@ -422,12 +627,6 @@ def _apply_fixes(violations, settings, unsafe: bool, diff_only: bool, project=No
         remaining += outcome.violations
         applied.update({(path, code): count for code, count in outcome.applied.items()})
     return sorted(remaining), applied, changed, errors
-
-
-def _common_folder(paths: list[Path], cwd: Path) -> Path:
-    resolved = [(cwd / p).resolve() for p in paths]
-    folders = [p if p.is_dir() else p.parent for p in resolved]
-    return Path(os.path.commonpath(folders)) if folders else cwd
 
 
 @main.command()

@@ -47,8 +47,8 @@ class RunResult:
     files_parsed: int = 0
     # The findings that the code's account of its platform silenced (where asked for).
     silenced: list[Silenced] = field(default_factory=list)
-    # What the modules of the run say of each other (None: the run was linted file by file).
-    project: Project | None = None
+    # Per file, the project index it was judged with (none: the run was linted file by file).
+    projects: dict[str, Project] = field(default_factory=dict)
 
 
 class SourceError(Exception):
@@ -300,7 +300,7 @@ def lint_files(
     result = RunResult(files_checked=len(files))
     digests: dict[str, str] = {}
     packages = _top_packages(files) if project else None
-    store = IndexStore(cache.folder.parent, packages) if cache and packages is not None else None
+    store = IndexStore(cache.folder, packages) if cache and packages is not None else None
     facts: dict[str, dict] = {}
     with _Runner(jobs or os.cpu_count() or 1, len(files)) as runner:
         for file in files:
@@ -343,7 +343,7 @@ def lint_files(
                 )
             elif cache:
                 cache.store(path, digests[path], [])
-        result.files_parsed = runner.submitted
+        result.files_parsed = runner.linted
         for outcome in runner.results(progress):
             result.violations.extend(outcome.violations)
             result.silenced.extend(outcome.silenced)
@@ -358,9 +358,10 @@ def lint_files(
     if store:
         store.save()
     if packages is not None:
-        result.project = Project(facts, settings, packages)
+        joined = Project(facts, settings, packages)
+        result.projects = dict.fromkeys(facts, joined)
         silenced = result.silenced if show_silenced else None
-        result.violations = result.project.judge(result.violations, silenced)
+        result.violations = joined.judge(result.violations, silenced)
     result.violations.sort()
     result.silenced.sort()
     return result
@@ -381,6 +382,7 @@ class _Runner:
         # No more processes than the files could keep busy (at most ``candidates`` get parsed).
         self.workers = min(jobs, candidates // MIN_FILES_PER_WORKER)
         self.submitted = 0
+        self.linted = 0  # jobs for the rules (the others only read a file for the project index)
         self.waiting: list[Job] = []  # not yet handed to a pool
         self.futures: list = []
         self.pool: ProcessPoolExecutor | None = None
@@ -394,6 +396,7 @@ class _Runner:
 
     def submit(self, job: Job) -> None:
         self.submitted += 1
+        self.linted += bool(job.codes)
         if self.pool is not None:
             self.futures.append(self.pool.submit(_lint_job, job))
             return

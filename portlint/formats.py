@@ -16,12 +16,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from portlint import __version__
+from portlint.baseline import fingerprint
 from portlint.catalog import CATALOG
+from portlint.docs import REPOSITORY_URL, rule_url
 from portlint.findings import Fix, Silenced, Violation, split_lines
-from portlint.reporters import label, silenced_report, statistics, statistics_items
+from portlint.reporters import (
+    INVALID_SYNTAX,
+    code_of,
+    label,
+    location,
+    silenced_report,
+    statistics,
+    statistics_items,
+)
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-SYNTAX_ERROR = "syntax-error"
+SOURCE_ROOT = "%SRCROOT%"  # the base of SARIF's file URIs: the repository root
+FINGERPRINT = "portlint/v1"  # SARIF's partialFingerprints key: the baseline's fingerprint
 
 
 class Sources:
@@ -39,8 +50,8 @@ class Sources:
         return [line.rstrip("\r\n") for line in split_lines(self.texts[path])]
 
 
-def text_report(violations: list[Violation]) -> str:
-    lines = [f"{v.path}:{v.line}:{v.col}: {label(v)}" for v in violations]
+def text_report(violations: list[Violation], color: bool = False) -> str:
+    lines = [f"{location(v, color)} {label(v, color)}" for v in violations]
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -61,20 +72,35 @@ def _fix_json(fix: Fix | None) -> dict | None:
     }
 
 
+def severity(violation: Violation) -> str:
+    """``error``, or ``warning`` for a finding that needs a look (confidence ``likely``)."""
+    return "warning" if violation.confidence == "likely" else "error"
+
+
+def _name(violation: Violation) -> str:
+    return CATALOG[violation.code].name if violation.code else INVALID_SYNTAX
+
+
+def _url(violation: Violation) -> str | None:
+    return rule_url(CATALOG[violation.code].name) if violation.code else None
+
+
 def json_items(violations: list[Violation]) -> list[dict]:
     """The findings as ruff's JSON objects (plus ``confidence``)."""
     return [
         {
             "cell": None,
-            "code": v.code,
+            "code": code_of(v),
             "confidence": v.confidence,
             "end_location": {"column": v.end_col or v.col, "row": v.end_line or v.line},
             "filename": os.path.abspath(v.path),
             "fix": _fix_json(v.fix),
             "location": {"column": v.col, "row": v.line},
             "message": v.message,
-            "noqa_row": v.line,
-            "url": None,
+            "name": _name(v),
+            "noqa_row": v.line if v.code else None,
+            "severity": severity(v),
+            "url": _url(v),
         }
         for v in violations
     ]
@@ -88,13 +114,15 @@ def json_lines_report(violations: list[Violation]) -> str:
     return "".join(json.dumps(item, sort_keys=True) + "\n" for item in json_items(violations))
 
 
-def full_report(violations: list[Violation], given: dict[str, str] | None = None) -> str:
+def full_report(
+    violations: list[Violation], given: dict[str, str] | None = None, color: bool = False
+) -> str:
     """Each finding with its source line, a caret under the span, and its fix, if any."""
     sources = Sources(given)
     blocks = []
     for v in violations:
         lines = sources.lines(v.path)
-        block = [f"{v.path}:{v.line}:{v.col}: {label(v)}"]
+        block = [f"{location(v, color)} {label(v, color)}"]
         if 0 < v.line <= len(lines):
             text = lines[v.line - 1]
             end = v.end_col if v.end_line == v.line and v.end_col > v.col else len(text) + 1
@@ -128,7 +156,7 @@ def github_report(violations: list[Violation]) -> str:
     """GitHub Actions workflow commands: one ``::error`` annotation per finding."""
     lines = []
     for v in violations:
-        title = f"portlint ({v.code or SYNTAX_ERROR})"
+        title = f"portlint ({code_of(v)})"
         properties = [
             f"title={_escape_property(title)}",
             f"file={_escape_property(v.path)}",
@@ -163,7 +191,7 @@ def junit_report(violations: list[Violation]) -> str:
         )  # fmt: skip
         for v in found:
             case = ElementTree.SubElement(
-                suite, "testcase", name=f"portlint.{v.code or SYNTAX_ERROR}",
+                suite, "testcase", name=f"portlint.{code_of(v)}",
                 classname=os.path.splitext(path)[0].replace(os.sep, "."), file=path,
                 line=str(v.line),
             )  # fmt: skip
@@ -174,13 +202,23 @@ def junit_report(violations: list[Violation]) -> str:
     return f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n'
 
 
-def _uri(path: str, root: str) -> str:
-    """A path relative to ``root`` where it lies inside it (what code scanning expects)."""
+def repository_root(start: str) -> str:
+    """The root of the git work tree holding ``start``, else ``start`` itself: what code scanning
+    takes file URIs to be relative to."""
+    folder = os.path.abspath(start)
+    for candidate in [folder, *map(str, Path(folder).parents)]:
+        if os.path.exists(os.path.join(candidate, ".git")):
+            return candidate
+    return folder
+
+
+def _artifact(path: str, root: str) -> dict:
+    """A file's location: relative to the root (``%SRCROOT%``) where it lies inside it."""
     absolute = os.path.abspath(path)
     relative = os.path.relpath(absolute, root)
     if relative.startswith(".."):
-        return Path(absolute).as_uri()
-    return Path(relative).as_posix()
+        return {"uri": Path(absolute).as_uri()}
+    return {"uri": Path(relative).as_posix(), "uriBaseId": SOURCE_ROOT}
 
 
 def _region(line: int, col: int, end_line: int, end_col: int) -> dict:
@@ -204,12 +242,23 @@ def _sarif_rule(code: str) -> dict:
         "shortDescription": {"text": rule.summary()},
         "fullDescription": {"text": _section(docs, "What it does")},
         "help": {"text": docs, "markdown": docs},
+        "helpUri": rule_url(rule.name),
         "defaultConfiguration": {"level": "error"},
         "properties": {"tags": ["portability"]},
     }
 
 
-def _sarif_fix(v: Violation, uri: str) -> list[dict]:
+# The rule of the files that could not be read or parsed.
+SARIF_INVALID_SYNTAX = {
+    "id": INVALID_SYNTAX,
+    "name": INVALID_SYNTAX,
+    "shortDescription": {"text": "The file could not be read or parsed."},
+    "help": {"text": "The file could not be read, decoded or parsed: nothing in it was checked."},
+    "defaultConfiguration": {"level": "error"},
+}
+
+
+def _sarif_fix(v: Violation, location: dict) -> list[dict]:
     if v.fix is None or not v.fix.edits:
         return []
     replacements = [
@@ -222,42 +271,37 @@ def _sarif_fix(v: Violation, uri: str) -> list[dict]:
     return [
         {
             "description": {"text": f"{v.fix.message} ({v.fix.applicability})"},
-            "artifactChanges": [{"artifactLocation": {"uri": uri}, "replacements": replacements}],
+            "artifactChanges": [{"artifactLocation": location, "replacements": replacements}],
         }
     ]
 
 
-def sarif_report(violations: list[Violation], root: str) -> str:
-    """SARIF 2.1.0, as GitHub code scanning takes it: rules with help, results, fixes.
-
-    Files that could not be read or parsed are tool notifications, not results of a rule.
+def sarif_report(
+    violations: list[Violation], root: str, given: dict[str, str] | None = None
+) -> str:
+    """SARIF 2.1.0, as GitHub code scanning takes it: rules with help and their docs' address,
+    results with a level (``warning`` where the finding is ``likely``), a fingerprint that
+    survives moved lines (the baseline's) and fixes; file URIs relative to ``root`` (the
+    repository root). A file that could not be read or parsed is a result of ``invalid-syntax``.
     """
     root = os.path.abspath(root)
-    codes = sorted(CATALOG)
-    index = {code: i for i, code in enumerate(codes)}
-    results, notifications = [], []
+    sources = Sources(given)
+    rules = [*(_sarif_rule(code) for code in sorted(CATALOG)), SARIF_INVALID_SYNTAX]
+    index = {rule["id"]: i for i, rule in enumerate(rules)}
+    results = []
     for v in violations:
-        uri = _uri(v.path, root)
-        location = {
-            "physicalLocation": {
-                "artifactLocation": {"uri": uri},
-                "region": _region(v.line, v.col, v.end_line or v.line, v.end_col or v.col),
-            }
-        }
-        if v.code is None:
-            notifications.append(
-                {"level": "error", "message": {"text": v.message}, "locations": [location]}
-            )
-            continue
+        artifact = _artifact(v.path, root)
+        region = _region(v.line, v.col, v.end_line or v.line, v.end_col or v.col)
         result = {
-            "ruleId": v.code,
-            "ruleIndex": index[v.code],
-            "level": "error",
+            "ruleId": code_of(v),
+            "ruleIndex": index[code_of(v)],
+            "level": severity(v),
             "message": {"text": v.message},
-            "locations": [location],
+            "locations": [{"physicalLocation": {"artifactLocation": artifact, "region": region}}],
+            "partialFingerprints": {FINGERPRINT: fingerprint(v, sources.lines(v.path))},
             "properties": {"confidence": v.confidence},
         }
-        fixes = _sarif_fix(v, uri)
+        fixes = _sarif_fix(v, artifact)
         if fixes:
             result["fixes"] = fixes
         results.append(result)
@@ -266,10 +310,12 @@ def sarif_report(violations: list[Violation], root: str) -> str:
             "driver": {
                 "name": "portlint",
                 "version": __version__,
-                "rules": [_sarif_rule(code) for code in codes],
+                "informationUri": REPOSITORY_URL,
+                "rules": rules,
             }
         },
-        "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notifications}],
+        "originalUriBaseIds": {SOURCE_ROOT: {"uri": Path(root).as_uri().rstrip("/") + "/"}},
+        "invocations": [{"executionSuccessful": True}],
         "results": results,
     }
     document = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
@@ -281,9 +327,10 @@ class Context:
     """What a format may need besides the findings."""
 
     sources: dict[str, str] = field(default_factory=dict)  # texts not on disk (stdin)
-    root: str = "."  # what SARIF's URIs are relative to
+    root: str = "."  # what SARIF's URIs are relative to (the repository root)
     statistics: bool = False  # --statistics: counts per code instead of the findings
     silenced: list[Silenced] | None = None  # --show-silenced: the silenced findings too
+    color: bool = False  # for people's formats: ANSI colours, as ruff's
 
 
 @dataclass(frozen=True)
@@ -299,7 +346,7 @@ class OutputFormat:
 
 
 def _text(violations: list[Violation], context: Context) -> str:
-    text = statistics(violations) if context.statistics else text_report(violations)
+    text = statistics(violations) if context.statistics else text_report(violations, context.color)
     return text + silenced_report(context.silenced or [])
 
 
@@ -315,7 +362,8 @@ def _json(violations: list[Violation], context: Context) -> str:
 def _full(violations: list[Violation], context: Context) -> str:
     if context.statistics:
         return statistics(violations)
-    return full_report(violations, context.sources) + silenced_report(context.silenced or [])
+    full = full_report(violations, context.sources, context.color)
+    return full + silenced_report(context.silenced or [])
 
 
 FORMATS: dict[str, OutputFormat] = {
@@ -334,7 +382,7 @@ FORMATS: dict[str, OutputFormat] = {
     "junit": OutputFormat(lambda found, c: junit_report(found), "JUnit XML"),
     "github": OutputFormat(lambda found, c: github_report(found), "GitHub workflow annotations"),
     "sarif": OutputFormat(
-        lambda found, c: sarif_report(found, c.root), "SARIF 2.1.0, for code scanning",
+        lambda found, c: sarif_report(found, c.root, c.sources), "SARIF 2.1.0, for code scanning",
         shows_edits=True,
     ),
 }  # fmt: skip

@@ -5,16 +5,40 @@ from __future__ import annotations
 
 from collections import Counter
 
+import click
+
 from portlint.catalog import CATALOG
 from portlint.findings import SAFE, Silenced, Violation
 
+# The code of a diagnostic that is no rule's: a file that could not be read or parsed (ruff's).
+INVALID_SYNTAX = "invalid-syntax"
 
-def label(violation: Violation) -> str:
+
+def code_of(violation: Violation) -> str:
+    return violation.code or INVALID_SYNTAX
+
+
+def label(violation: Violation, color: bool = False) -> str:
+    """``CODE [*] message [likely]`` (``[*]``: a safe fix), coloured as ruff's where asked."""
     if violation.code is None:
         return violation.message
     fixable = "[*] " if violation.fix and violation.fix.applicability == SAFE else ""
     likely = " [likely]" if violation.confidence == "likely" else ""
+    if color:
+        code = click.style(violation.code, fg="red", bold=True)
+        fixable = click.style(fixable, fg="cyan") if fixable else ""
+        likely = click.style(likely, fg="yellow") if likely else ""
+        return f"{code} {fixable}{violation.message}{likely}"
     return f"{violation.code} {fixable}{violation.message}{likely}"
+
+
+def location(violation: Violation, color: bool = False) -> str:
+    """``path:line:col:``, the path in bold where coloured."""
+    if not color:
+        return f"{violation.path}:{violation.line}:{violation.col}:"
+    colon = click.style(":", fg="cyan")
+    path = click.style(violation.path, bold=True)
+    return f"{path}{colon}{violation.line}{colon}{violation.col}{colon}"
 
 
 def summary(
@@ -82,7 +106,7 @@ def fixes_report(applied: Counter[tuple[str, str]]) -> str:
 def statistics_items(violations: list[Violation]) -> list[dict]:
     """Counts per code, most frequent first (as ruff's ``--statistics``: code, name, count, and how
     many have a safe fix)."""
-    counts = Counter(v.code or "syntax-error" for v in violations)
+    counts = Counter(code_of(v) for v in violations)
     fixable = Counter(v.code for v in violations if v.fix and v.fix.applicability == SAFE)
     return [
         {

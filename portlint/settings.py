@@ -31,6 +31,8 @@ class Settings:
     noqa_markers: tuple[str, ...] = ()
     # The oldest torch the code must run on, as (major, minor); None: every version portlint knows.
     target_torch_version: tuple[int, int] | None = None
+    # Report findings that noqa comments suppress too (--ignore-noqa).
+    ignore_noqa: bool = False
     # Parse only the parts of a file a rule can report on (portlint/speed/cut.py); off for tests
     # that compare, and never used when fixes must carry their edits.
     partial_parse: bool = True

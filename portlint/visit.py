@@ -74,6 +74,8 @@ def lint_parsed(
             job = _Job(path, source, tree, settings, fix_edits, speedups, silenced, module, notes)
             violations = _violations(job, visiting)
     violations = _waived(violations, source, settings, silenced)
+    if settings.ignore_noqa:
+        return sorted(violations)
     kept, used = apply_suppressions(violations, source)
     if UnusedNoqa in rules:
         kept += UnusedNoqa.check(path, source, used, enabled)

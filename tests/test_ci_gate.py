@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from xml.etree import ElementTree
 
 import pytest
 
+from portlint.docs import REPOSITORY_URL, rule_page, rule_url
 from tests.helpers import REPO, run_cli
 
 FORMATS = REPO / "tests" / "data" / "formats"
@@ -40,7 +42,7 @@ def test_junit_is_xml_with_one_failure_per_finding(formats):
     root = ElementTree.fromstring(result.stdout.split("\n", 1)[1])
     cases = [(c.get("name"), c.get("line")) for c in root.iter("testcase")]
     assert cases == [
-        ("portlint.syntax-error", "3"),
+        ("portlint.invalid-syntax", "3"),
         ("portlint.PORT401", "5"),
         ("portlint.PORT101", "6"),
         ("portlint.PORT001", "7"),
@@ -55,7 +57,7 @@ def test_json_lines_holds_the_json_objects_one_per_line(formats):
     whole = json.loads(run_cli("check", "src", "--output-format", "json", cwd=formats).stdout)
     assert [json.loads(line) for line in lines.splitlines()] == whole
     assert [(o["code"], o["location"]["row"], bool(o["fix"])) for o in whole] == [
-        (None, 3, False),
+        ("invalid-syntax", 3, False),
         ("PORT401", 5, True),
         ("PORT101", 6, True),
         ("PORT001", 7, True),
@@ -69,43 +71,117 @@ def test_json_lines_holds_the_json_objects_one_per_line(formats):
     ]
 
 
-def test_sarif_is_valid_sarif_2_1_0_with_rules_results_and_fixes(formats):
+SCHEMA = REPO / "tests" / "data" / "sarif-schema-2.1.0.json"
+LIKELY = 'import torch\n\n\ndef run(x, device="cuda"):\n    return x\n'
+
+
+@pytest.fixture
+def scanned(formats: Path) -> Path:
+    """The format fixture as a git repository, with a `likely` finding too; linted from ``src``
+    (SARIF's paths are relative to the repository root, not to where it ran)."""
+    (formats / "src" / "warm.py").write_text(LIKELY)
+    git(formats, "init", "-q")
+    return formats
+
+
+def sarif(cwd: Path) -> dict:
+    result = run_cli("check", ".", "--output-format", "sarif", cwd=cwd)
+    assert result.returncode == 1, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_sarif_is_valid_sarif_2_1_0_with_rules_results_and_fixes(scanned):
     jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads((REPO / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
-    result = run_cli("check", "src", "--output-format", "sarif", cwd=formats)
-    assert result.returncode == 1
-    document = json.loads(result.stdout)
-    jsonschema.Draft7Validator(schema).validate(document)
+    document = sarif(scanned / "src")
+    jsonschema.Draft7Validator(json.loads(SCHEMA.read_text())).validate(document)
 
     (run,) = document["runs"]
-    rules = run["tool"]["driver"]["rules"]
+    driver = run["tool"]["driver"]
+    assert driver["informationUri"] == REPOSITORY_URL
+    rules = driver["rules"]
     assert all(rule["help"]["text"] and rule["shortDescription"]["text"] for rule in rules)
+    for rule in rules[:-1]:
+        assert rule["helpUri"] == rule_url(rule["name"])
+        assert (REPO / rule_page(rule["name"])).is_file()
+    assert rules[-1]["id"] == "invalid-syntax" and "helpUri" not in rules[-1]
+    assert run["originalUriBaseIds"] == {"%SRCROOT%": {"uri": scanned.as_uri() + "/"}}
     results = [
-        (r["ruleId"], rules[r["ruleIndex"]]["id"], r["locations"][0]["physicalLocation"])
+        (
+            r["ruleId"],
+            rules[r["ruleIndex"]]["id"],
+            r["level"],
+            r["locations"][0]["physicalLocation"]["artifactLocation"],
+            r["locations"][0]["physicalLocation"]["region"]["startLine"],
+        )
         for r in run["results"]
     ]
-    assert [(rule, indexed) for rule, indexed, _ in results] == [
-        ("PORT401", "PORT401"),
-        ("PORT101", "PORT101"),
-        ("PORT001", "PORT001"),
-    ]
-    assert results[0][2] == {
-        "artifactLocation": {"uri": "src/step.py"},
-        "region": {"startLine": 5, "startColumn": 5, "endLine": 5, "endColumn": 27},
-    }
-    (fix,) = run["results"][0]["fixes"]
+    step = {"uri": "src/step.py", "uriBaseId": "%SRCROOT%"}
+    assert results == [
+        ("invalid-syntax", "invalid-syntax", "error",
+         {"uri": "src/broken.py", "uriBaseId": "%SRCROOT%"}, 3),
+        ("PORT401", "PORT401", "error", step, 5),
+        ("PORT101", "PORT101", "error", step, 6),
+        ("PORT001", "PORT001", "error", step, 7),
+        ("PORT101", "PORT101", "warning", {"uri": "src/warm.py", "uriBaseId": "%SRCROOT%"}, 4),
+    ]  # fmt: skip
+    assert run["results"][1]["locations"][0]["physicalLocation"]["region"] == {
+        "startLine": 5, "startColumn": 5, "endLine": 5, "endColumn": 27
+    }  # fmt: skip
+    (fix,) = run["results"][1]["fixes"]
     (change,) = fix["artifactChanges"]
+    assert change["artifactLocation"] == step
     assert change["replacements"][0]["insertedContent"]["text"] == (
         "    torch.accelerator.synchronize()\n"
     )
-    (notification,) = run["invocations"][0]["toolExecutionNotifications"]
-    assert notification["message"]["text"] == "SyntaxError: invalid syntax"
+    assert run["results"][0]["message"]["text"] == "SyntaxError: invalid syntax"
+
+
+def test_sarif_fingerprints_are_the_baselines_and_survive_moved_lines(scanned):
+    def fingerprints(document: dict) -> list[tuple[str, str, int, str]]:
+        found = []
+        for result in document["runs"][0]["results"]:
+            location = result["locations"][0]["physicalLocation"]
+            found.append((location["artifactLocation"]["uri"], result["ruleId"],
+                          location["region"]["startLine"], result["partialFingerprints"]["portlint/v1"]))  # fmt: skip
+        return found
+
+    before = fingerprints(sarif(scanned))
+    run_cli("check", ".", "--write-baseline", "baseline.json", cwd=scanned)
+    baseline = json.loads((scanned / "baseline.json").read_text())["findings"]
+    assert [entry["fingerprint"] for entry in baseline] == [print_ for *_, print_ in before]
+    assert len({print_ for *_, print_ in before}) == len(before)
+
+    step = scanned / "src" / "step.py"
+    step.write_text("# A new header comment.\n\n\n" + step.read_text())
+    assert fingerprints(sarif(scanned)) == [
+        (uri, code, line + 3 if uri == "src/step.py" else line, print_)
+        for uri, code, line, print_ in before
+    ]
+
+
+def test_sarif_tools_reads_every_result_with_its_level(scanned, tmp_path):
+    """A second reader besides the schema: the `sarif-tools` package."""
+    loader = pytest.importorskip("sarif.loader")
+    path = tmp_path / "portlint.sarif"
+    path.write_text(json.dumps(sarif(scanned / "src")))
+    sarif_file = loader.load_sarif_file(str(path))
+    assert sarif_file.get_distinct_tool_names() == ["portlint"]
+    records = [
+        (r["Code"], r["Location"], r["Line"], r["Severity"]) for r in sarif_file.get_records()
+    ]
+    assert records == [
+        ("invalid-syntax", "src/broken.py", 3, "error"),
+        ("PORT401", "src/step.py", 5, "error"),
+        ("PORT101", "src/step.py", 6, "error"),
+        ("PORT001", "src/step.py", 7, "error"),
+        ("PORT101", "src/warm.py", 4, "warning"),
+    ]
 
 
 def test_a_schema_violation_would_be_caught():
     """The validator is not vacuous: a result without a message fails it."""
     jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads((REPO / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
+    schema = json.loads(SCHEMA.read_text())
     broken = {"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "x"}}, "results": [{}]}]}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft7Validator(schema).validate(broken)
@@ -271,34 +347,56 @@ def test_force_exclude_applies_excludes_to_named_files(formats):
     assert (forced.returncode, forced.stdout) == (0, "All checks passed!\n")
 
 
-def pre_commit(cwd: Path, hook: str) -> subprocess.CompletedProcess[str]:
-    """``pre-commit try-repo`` with this repository (its working tree, uncommitted changes too)."""
+def readme_pre_commit_config() -> str:
+    """The `.pre-commit-config.yaml` snippet of the README, as written there."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.DOTALL)
+    (snippet,) = [block for block in blocks if "- id: portlint\n" in block and "rev:" in block]
+    return snippet
+
+
+def test_the_readme_pins_a_commit_of_this_repository_with_todays_hooks():
+    """The pinned `rev` exists here, and its hooks are the ones the working tree defines (a
+    change to .pre-commit-hooks.yaml needs a new pin)."""
+    (rev,) = re.findall(r"^\s+rev: (\S+)$", readme_pre_commit_config(), re.MULTILINE)
+    assert re.fullmatch(r"[0-9a-f]{40}", rev)
+    pinned = subprocess.run(["git", "show", f"{rev}:.pre-commit-hooks.yaml"], cwd=REPO,
+                            capture_output=True, text=True, check=True)  # fmt: skip
+    assert pinned.stdout == (REPO / ".pre-commit-hooks.yaml").read_text()
+
+
+def pre_commit(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`pre-commit run ARGS` in ``cwd``, with a pre-commit home of its own."""
     env = {**os.environ, "PRE_COMMIT_HOME": str(cwd.parent / "pre-commit-home"),
            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
-    command = [sys.executable, "-m", "pre_commit", "try-repo", str(REPO), hook, "--color", "never"]
+    command = [sys.executable, "-m", "pre_commit", "run", *args, "--color", "never"]
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
 
 
-def test_pre_commit_hooks_fail_then_fix_then_pass_and_skip_without_python(tmp_path):
+def test_the_readme_pre_commit_snippet_fails_then_fixes_then_passes_and_skips(tmp_path):
+    """The README's snippet as written, this repository's clone standing in for its address."""
     pytest.importorskip("pre_commit")
+    config = readme_pre_commit_config()
+    assert f"repo: {REPOSITORY_URL}\n" in config
     repo = tmp_path / "user-repo"
     repo.mkdir()
     git(repo, "init", "-q")
+    (repo / ".pre-commit-config.yaml").write_text(config.replace(REPOSITORY_URL, str(REPO)))
     (repo / "step.py").write_text("import torch\n\n\ndef step():\n    torch.cuda.synchronize()\n")
-    git(repo, "add", "step.py")
+    git(repo, "add", ".pre-commit-config.yaml", "step.py")
 
-    failed = pre_commit(repo, "portlint")
+    failed = pre_commit(repo, "portlint", "--all-files")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "step.py:5:5: PORT401" in failed.stdout
 
-    fixed = pre_commit(repo, "portlint-fix")
+    fixed = pre_commit(repo, "portlint-fix", "--all-files")
     assert fixed.returncode == 1 and "files were modified by this hook" in fixed.stdout
     assert (repo / "step.py").read_text().endswith("    torch.accelerator.synchronize()\n")
     git(repo, "add", "step.py")
-    passed = pre_commit(repo, "portlint")
+    passed = pre_commit(repo)
     assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "Passed" in passed.stdout
+    assert passed.stdout.count("Passed") == 2
 
     git(repo, "commit", "-qm", "step")
     (repo / "notes.txt").write_text("no python here\n")

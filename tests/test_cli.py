@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
+import click
 import pytest
 
+from portlint.docs import rule_url
 from tests.helpers import run_cli
 
 BUGGY = 'import torch\ndevice = torch.device("cuda")\ny = x.cuda()\n'
@@ -66,7 +72,9 @@ def test_json_output_uses_ruff_field_names(project):
         "fix",
         "location",
         "message",
+        "name",
         "noqa_row",
+        "severity",
         "url",
     }
     assert first["location"] == {"row": 2, "column": 10}
@@ -74,6 +82,27 @@ def test_json_output_uses_ruff_field_names(project):
     assert first["filename"] == str((project / "src/pkg/buggy.py").resolve())
     assert first["noqa_row"] == 2 and first["fix"]["applicability"] == "unsafe"
     assert first["confidence"] == "certain"
+    assert (first["name"], first["severity"]) == ("hardcoded-cuda-device", "error")
+    assert first["url"] == rule_url("hardcoded-cuda-device")
+
+
+def test_json_has_every_field_ruff_has_and_syntax_errors_are_invalid_syntax(tmp_path):
+    """ruff 0.17's JSON objects (as `ruff check --output-format json` prints them) have these
+    keys; a file that does not parse is code `invalid-syntax`, as in ruff."""
+    ruff_fields = {"cell", "code", "end_location", "filename", "fix", "location", "message",
+                   "name", "noqa_row", "severity", "url"}  # fmt: skip
+    write(tmp_path, "broken.py", "import torch\ndef f(:\n    torch.cuda.synchronize()\n")
+    write(tmp_path, "warm.py", 'import torch\n\n\ndef run(x, device="cuda"):\n    return x\n')
+    result = run_cli("check", ".", "--output-format", "json", cwd=tmp_path)
+    items = json.loads(result.stdout)
+    assert all(ruff_fields <= set(item) for item in items)
+    assert [
+        (i["code"], i["name"], i["severity"], i["noqa_row"], i["url"], i["location"]["row"])
+        for i in items
+    ] == [
+        ("invalid-syntax", "invalid-syntax", "error", None, None, 2),
+        ("PORT101", "hardcoded-cuda-device", "warning", 4, rule_url("hardcoded-cuda-device"), 4),
+    ]
 
 
 def test_likely_findings_are_marked_in_text_and_json(tmp_path):
@@ -332,3 +361,123 @@ def test_guard_functions_and_cuda_only_paths_config(project):
         for i in json.loads(run_cli(*args, cwd=project).stdout)
     ]
     assert after == [("buggy.py", "PORT101"), ("buggy.py", "PORT102")]
+
+
+# --- ruff's options ------------------------------------------------------------------------------
+FIXABLE = "import torch\ntorch.cuda.synchronize()\nd = torch.device('cuda')\n"
+
+
+def test_output_file_holds_the_report_and_stdout_nothing(project):
+    result = run_cli("check", "src", "-o", "report.json", "--output-format", "json", cwd=project)
+    assert (result.returncode, result.stdout) == (1, "")
+    items = json.loads((project / "report.json").read_text())
+    assert [item["code"] for item in items] == ["PORT101", "PORT102"]
+    text = run_cli("check", "src", "--output-file", "report.txt", cwd=project)
+    assert text.stdout == ""
+    assert (project / "report.txt").read_text().splitlines()[2] == "Found 2 errors."
+    missing = run_cli("check", "src", "-o", "no/such/dir/r.txt", cwd=project)
+    assert (missing.returncode, missing.stderr) == (
+        2, "portlint: error: no/such/dir/r.txt: No such file or directory\n"
+    )  # fmt: skip
+
+
+def test_show_files_lists_what_would_be_linted_and_lints_nothing(project):
+    write(project, "src/pkg/notes.txt", "not python\n")
+    result = run_cli("check", "--show-files", "src", cwd=project)
+    assert (result.returncode, result.stdout) == (0, "src/pkg/buggy.py\nsrc/pkg/clean.py\n")
+    assert not (project / ".portlint_cache").exists()
+
+
+def test_fix_only_fixes_and_reports_nothing_left(tmp_path):
+    write(tmp_path, "a.py", FIXABLE)
+    result = run_cli("check", "a.py", "--fix-only", "--no-cache", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "Found 1 error (1 fixed, 0 remaining).\n")
+    assert "torch.accelerator.synchronize()" in (tmp_path / "a.py").read_text()
+    again = run_cli("check", "a.py", "--fix-only", "--no-cache", cwd=tmp_path)
+    assert (again.returncode, again.stdout) == (0, "All checks passed!\n")
+
+
+def test_exit_non_zero_on_fix_fails_where_a_fix_changed_a_file(tmp_path):
+    write(tmp_path, "a.py", "import torch\ntorch.cuda.synchronize()\n")
+    fixed = run_cli("check", "a.py", "--fix", "--exit-non-zero-on-fix", "--no-cache", cwd=tmp_path)
+    assert fixed.returncode == 1
+    assert fixed.stdout == "Found 1 error (1 fixed, 0 remaining).\n"
+    clean = run_cli("check", "a.py", "--fix", "--exit-non-zero-on-fix", "--no-cache", cwd=tmp_path)
+    assert clean.returncode == 0
+    stdin = run_cli("check", "-", "--fix-only", "--exit-non-zero-on-fix", cwd=tmp_path,
+                    stdin="import torch\ntorch.cuda.synchronize()\n")  # fmt: skip
+    assert (stdin.returncode, stdin.stdout) == (
+        1,
+        "import torch\ntorch.accelerator.synchronize()\n",
+    )
+
+
+def test_cache_dir_holds_the_cache(project, monkeypatch):
+    result = run_cli("check", "src", "--cache-dir", "elsewhere/cache", cwd=project)
+    assert result.returncode == 1
+    assert not (project / ".portlint_cache").exists()
+    # the findings' table, and the project index's
+    tables = lambda folder: sorted(p.name.startswith("index-") for p in folder.glob("*.json"))  # noqa: E731
+    assert tables(project / "elsewhere" / "cache") == [False, True]
+    monkeypatch.setenv("PORTLINT_CACHE_DIR", str(project / "from-env"))
+    run_cli("check", "src", cwd=project)
+    assert tables(project / "from-env") == [False, True]
+
+
+def test_ignore_noqa_reports_suppressed_findings(tmp_path):
+    write(tmp_path, "a.py", 'import torch\nd = torch.device("cuda")  # noqa: PORT101\n')
+    assert run_cli("check", "a.py", "--no-cache", cwd=tmp_path).returncode == 0
+    result = run_cli("check", "a.py", "--ignore-noqa", "-q", cwd=tmp_path)
+    assert result.returncode == 1
+    assert [line.split()[1] for line in result.stdout.splitlines()] == ["PORT101"]
+
+
+def test_verbose_says_which_configuration_each_file_got(project):
+    result = run_cli("check", "src", "-v", "--no-cache", cwd=project)
+    assert result.stderr.splitlines() == [
+        "portlint: the defaults: 2 file(s)",
+        "portlint: checked 2 files, parsed 1",  # (clean.py has no trigger of any rule)
+    ]
+    write(project, "pyproject.toml", "[tool.portlint]\n")
+    configured = run_cli("check", "src", "-v", "--no-cache", cwd=project)
+    assert configured.stderr.splitlines()[0] == f"portlint: {project / 'pyproject.toml'}: 2 file(s)"
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "colored"),
+    [
+        (["--color", "always"], {}, True),
+        (["--color", "always"], {"NO_COLOR": "1"}, True),
+        (["--color", "never"], {}, False),
+        ([], {}, False),  # auto, and the output is not a terminal
+    ],
+)
+def test_color_always_never_and_auto(project, monkeypatch, args, env, colored):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    result = run_cli("check", "src", *args, cwd=project)
+    first = result.stdout.splitlines()[0]
+    assert ("\x1b[" in first) is colored
+    assert click.unstyle(first).startswith("src/pkg/buggy.py:2:10: PORT101 ")
+    json_out = run_cli("check", "src", "--output-format", "json", *args, cwd=project).stdout
+    assert "\x1b[" not in json_out
+
+
+def _on_a_terminal(cwd: Path, env: dict[str, str]) -> bytes:
+    """What `portlint check src` writes to a pseudo-terminal."""
+    master, slave = os.openpty()
+    command = [sys.executable, "-m", "portlint", "check", "src"]
+    subprocess.run(command, cwd=cwd, stdout=slave, env=env, timeout=300, check=False)
+    os.close(slave)
+    chunks = []
+    with contextlib.suppress(OSError):  # EIO once everything written is read
+        while chunk := os.read(master, 65536):
+            chunks.append(chunk)
+    os.close(master)
+    return b"".join(chunks)
+
+
+def test_color_auto_on_a_terminal_unless_no_color(project):
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    assert b"\x1b[1msrc/pkg/buggy.py\x1b[0m" in _on_a_terminal(project, env)
+    assert b"\x1b[" not in _on_a_terminal(project, {**env, "NO_COLOR": "1"})

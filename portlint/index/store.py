@@ -15,15 +15,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from portlint.atomic import write_atomically
-from portlint.cache import CACHE_DIR, build_stamp, file_stamp
+from portlint.cache import build_stamp, file_stamp, save_table
 
 
 class IndexStore:
-    def __init__(self, root: Path, packages: frozenset[str]) -> None:
+    def __init__(self, folder: Path, packages: frozenset[str]) -> None:
+        """The table for ``packages`` in ``folder`` (the lint cache's)."""
         key = json.dumps([build_stamp(), sorted(packages)])
         name = hashlib.sha256(key.encode()).hexdigest()[:20]
-        self.folder = root / CACHE_DIR
+        self.folder = folder
         self.file = self.folder / f"index-{name}.json"
         self.entries: dict[str, list] = {}
         self.changed = False
@@ -55,9 +55,5 @@ class IndexStore:
 
     def save(self) -> None:
         """Write the table atomically; a table that cannot be written is no error."""
-        if not self.changed:
-            return
-        with contextlib.suppress(OSError):
-            self.folder.mkdir(exist_ok=True)
-            data = json.dumps(self.entries, separators=(",", ":")).encode("utf-8")
-            write_atomically(str(self.file), data)
+        if self.changed:
+            save_table(self.folder, self.file, self.entries)
