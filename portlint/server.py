@@ -35,15 +35,16 @@ from portlint.catalog import CATALOG
 from portlint.config import ConfigError, Overrides, find_pyproject, load_settings
 from portlint.discovery import is_excluded
 from portlint.engine import lint_source
-from portlint.findings import SAFE, Edit, Fix, Violation, line_edits, split_lines
+from portlint.findings import SAFE, Edit, Fix, Violation, split_lines
 from portlint.settings import Settings
 from portlint.suppression import FILE_NOQA, LINE_NOQA, PORTLINT_CODE, add_noqa
 
 # Where a rule's page is: docs/rules/CODE.md, generated for every rule of the catalog.
 DOCS_URL = "https://github.com/portlint/portlint/blob/main/docs/rules/{code}.md"
-# How long after the first change of a burst the text is linted: the changes within it are
-# linted once.
-DEBOUNCE_S = 0.05
+# How long after a change the text is linted: long enough to gather the changes an editor sends
+# together (an auto-closed bracket, a multi-cursor edit, an undo); changes that come while a lint
+# runs are gathered anyway, into the one lint after it.
+DEBOUNCE_S = 0.02
 SEVERITY = {"certain": types.DiagnosticSeverity.Error, "likely": types.DiagnosticSeverity.Warning}
 SOURCE = "portlint"
 
@@ -97,24 +98,54 @@ def lint_text(path: str, version: int | None, source: str, previous: Lint | None
         return Lint(version, source, settings, previous.violations, previous.with_edits)
     if is_excluded(Path(path), settings):
         return Lint(version, source, settings, [])
-    return Lint(version, source, settings, lint_source(path, source, settings, fix_edits=False))
+    found = lint_source(path, source, settings, fix_edits=False, speedups=True)
+    return Lint(version, source, settings, found)
 
 
-def fixes_of(path: str, lint: Lint, code: str) -> list[Violation]:
-    """``lint``'s findings of ``code`` with their fix edits (the whole file parsed and, for each
-    finding, rewritten: only the rule asked about runs)."""
+Key = tuple[str, int, int]  # a finding's code, line and column: what a code action is about
+
+
+def finding(violations: list[Violation], key: Key) -> Violation | None:
+    return next((v for v in violations if (v.code, v.line, v.col) == key), None)
+
+
+def fix_edits(path: str, lint: Lint, key: Key) -> tuple[Edit, ...]:
+    """The edits of the fix of ``lint``'s finding ``key``. Computing them parses the whole file
+    and rewrites it for each finding of the rule (only that rule runs): once per version."""
+    code = key[0]
     if code not in lint.with_edits:
         assert lint.settings is not None  # it has findings of a rule: its settings were read
         lint.with_edits[code] = lint_source(
-            path, lint.source, lint.settings, fix_edits=True, codes=[code]
+            path, lint.source, lint.settings, fix_edits=True, codes=[code], speedups=True
         )
-    return lint.with_edits[code]
+    fixed = finding(lint.with_edits[code], key)
+    return fixed.fix.edits if fixed is not None and fixed.fix is not None else ()
+
+
+def noqa_edits(path: str, lint: Lint, key: Key) -> tuple[Edit, ...]:
+    """The edit that adds ``# noqa: CODE`` to the line of ``lint``'s finding ``key`` (extending
+    a ``noqa`` comment there); none where no comment can go (a line inside a string)."""
+    found = finding(lint.violations, key)
+    if found is None:
+        return ()
+    suppressed, changed, _ = add_noqa(lint.source, [found])
+    if not changed:
+        return ()
+    return (Edit(found.line, 1, found.line + 1, 1, split_lines(suppressed)[found.line - 1]),)
+
+
+# What each kind of code action does, by its name in the action's data.
+EDITS: dict[str, Callable[[str, Lint, Key], tuple[Edit, ...]]] = {
+    "fix": fix_edits,
+    "noqa": noqa_edits,
+}
 
 
 class PortlintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("portlint", __version__)
         # One lint at a time, off the event loop, which goes on reading the editor's messages.
+        # (So the engine's process-wide speedups are safe here: no other thread parses.)
         self.linter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="portlint-lint")
         self.lints: dict[str, Lint] = {}  # by URI: the latest version linted of each document
         self.scheduled: set[str] = set()  # URIs whose lint is waiting or running
@@ -204,37 +235,37 @@ def on_close(ls: PortlintServer, params: types.DidCloseTextDocumentParams) -> No
 async def code_actions(
     ls: PortlintServer, params: types.CodeActionParams
 ) -> list[types.CodeAction]:
-    uri = params.text_document.uri
-    found = ls.current_lint(uri)
+    """The fixes and the suppressions of the findings on the lines asked about. Their edits come
+    on ``codeAction/resolve``, where the client resolves them (this is asked as the cursor moves:
+    it must cost nothing), else with them."""
+    found = ls.current_lint(params.text_document.uri)
     if found is None:
         return []
     document, lint = found
     in_range = lint.at(params.range.start.line + 1, params.range.end.line + 1)
     actions = [fix_action(v, v.fix, lint, document) for v in in_range if v.fix is not None]
+    suppressible: dict[tuple[int, str | None], Violation] = {}  # one per code and line
+    for violation in in_range:
+        suppressible.setdefault((violation.line, violation.code), violation)
+    actions += [suppress_action(v, lint, document) for v in suppressible.values()]
     if not ls.resolves_edits():
         for action in actions:
             await resolve_code_action(ls, action)
-    suppressed: set[tuple[int, str | None]] = set()
-    for violation in in_range:
-        if (violation.line, violation.code) not in suppressed:
-            suppressed.add((violation.line, violation.code))
-            actions.extend(suppress_action(violation, lint, document))
     return actions
 
 
 async def resolve_code_action(ls: PortlintServer, action: types.CodeAction) -> types.CodeAction:
-    """Give a fix's action its edit (none where the document changed since it was offered)."""
+    """Give a code action its edit (none where the document changed since it was offered)."""
     data = action.data or {}
     found = ls.current_lint(data.get("uri", ""))
     if found is None or found[1].version != data.get("version"):
         return action
     document, lint = found
-    path, code, line, col = document.path, data["code"], data["line"], data["col"]
-    fixed = await ls.in_worker(fixes_of, path, lint, code)
-    for violation in fixed:
-        if (violation.line, violation.col) == (line, col) and violation.fix is not None:
-            edits = [text_edit(edit, lint, document) for edit in violation.fix.edits]
-            action.edit = types.WorkspaceEdit(changes={document.uri: edits})
+    key = (data["code"], data["line"], data["col"])
+    edits = await ls.in_worker(EDITS[data["action"]], document.path, lint, key)
+    if edits:
+        changes = [text_edit(edit, lint, document) for edit in edits]
+        action.edit = types.WorkspaceEdit(changes={document.uri: changes})
     return action
 
 
@@ -291,15 +322,35 @@ def diagnostic(violation: Violation, lint: Lint, document: TextDocument) -> type
 
 
 def fix_action(violation: Violation, fix: Fix, lint: Lint, document: TextDocument):
-    """The action that applies ``violation``'s fix (its edit added on resolve)."""
+    """The action that applies ``violation``'s fix: preferred where the fix is safe."""
     safe = fix.applicability == SAFE
-    label = f"{violation.code}: {fix.message}" + ("" if safe else " (unsafe fix)")
+    title = f"{violation.code}: {fix.message}" + ("" if safe else " (unsafe fix)")
+    return action("fix", title, violation, lint, document, preferred=safe)
+
+
+def suppress_action(violation: Violation, lint: Lint, document: TextDocument):
+    """The action that adds ``# noqa: CODE`` on the finding's line."""
+    title = f"{violation.code}: suppress on this line (# noqa)"
+    return action("noqa", title, violation, lint, document, preferred=None)
+
+
+def action(
+    kind: str,
+    title: str,
+    violation: Violation,
+    lint: Lint,
+    document: TextDocument,
+    preferred: bool | None,
+) -> types.CodeAction:
+    """A quick fix of ``violation``, its edit left to :func:`resolve_code_action` (``kind``: the
+    entry of :data:`EDITS` that makes it)."""
     return types.CodeAction(
-        title=label,
+        title=title,
         kind=types.CodeActionKind.QuickFix,
         diagnostics=[diagnostic(violation, lint, document)],
-        is_preferred=safe,
+        is_preferred=preferred,
         data={
+            "action": kind,
             "uri": document.uri,
             "version": lint.version,
             "code": violation.code,
@@ -307,23 +358,6 @@ def fix_action(violation: Violation, fix: Fix, lint: Lint, document: TextDocumen
             "col": violation.col,
         },
     )
-
-
-def suppress_action(violation: Violation, lint: Lint, document: TextDocument):
-    """The action that adds ``# noqa: CODE`` on the finding's line (extending a ``noqa`` there),
-    if a comment can go there."""
-    suppressed, changed, _ = add_noqa(lint.source, [violation])
-    if not changed:
-        return []
-    edits = [text_edit(edit, lint, document) for edit in line_edits(lint.source, suppressed)]
-    return [
-        types.CodeAction(
-            title=f"{violation.code}: suppress on this line (# noqa)",
-            kind=types.CodeActionKind.QuickFix,
-            diagnostics=[diagnostic(violation, lint, document)],
-            edit=types.WorkspaceEdit(changes={document.uri: edits}),
-        )
-    ]
 
 
 def text_edit(edit: Edit, lint: Lint, document: TextDocument) -> types.TextEdit:

@@ -12,10 +12,10 @@ import pytest
 
 pytest.importorskip("pygls", reason="the `lsp` extra is not installed")
 
-from lsprotocol import types  # noqa: E402
-from pygls.lsp.client import LanguageClient  # noqa: E402
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
 
-from portlint.registry import all_rules  # noqa: E402
+from portlint.registry import all_rules
 
 SOURCE = textwrap.dedent(
     """\
@@ -202,11 +202,15 @@ def test_a_safe_fix_is_the_preferred_quick_fix_and_applying_it_clears_the_findin
 def test_a_client_that_does_not_resolve_gets_the_edits_with_the_actions(project):
     async def scenario(editor: Editor) -> None:
         await editor.diagnostics()
-        fix, _ = await editor.code_actions(6)
+        fix, suppress = await editor.code_actions(6)
         assert fix.edit is not None and fix.edit.changes is not None
         [edit] = fix.edit.changes[editor.uri]
         assert (edit.range.start.line, edit.range.end.line) == (6, 7)
         assert edit.new_text == "    torch.accelerator.synchronize()\n"
+        assert suppress.edit is not None and suppress.edit.changes is not None
+        [noqa] = suppress.edit.changes[editor.uri]
+        assert (noqa.range.start.line, noqa.range.end.line) == (6, 7)
+        assert noqa.new_text == "    torch.cuda.synchronize()  # noqa: PORT401\n"
 
     run_editor(project, scenario, resolve=False)
 
@@ -229,11 +233,26 @@ def test_suppressing_a_finding_extends_the_noqa_comment_of_its_line(project):
     async def scenario(editor: Editor) -> None:
         await editor.diagnostics()
         _, suppress = await editor.code_actions(4)
-        assert suppress.title == "PORT101: suppress on this line (# noqa)"
-        assert suppress.edit is not None
-        editor.apply(suppress.edit)
+        assert (suppress.title, suppress.edit) == ("PORT101: suppress on this line (# noqa)", None)
+        resolved = await editor.client.code_action_resolve_async(suppress)
+        assert resolved.edit is not None
+        editor.apply(resolved.edit)
         assert '    device = torch.device("cuda")  # noqa: E501, PORT101\n' in editor.text
         assert summary(await editor.diagnostics()) == [("PORT401", 6, 4, 6, 26)]
+
+    run_editor(project, scenario)
+
+
+def test_a_burst_of_changes_ends_with_the_diagnostics_of_the_last_text(project):
+    without_synchronize = SOURCE.replace("    torch.cuda.synchronize()\n", "")
+
+    async def scenario(editor: Editor) -> None:
+        await editor.diagnostics()
+        for text in (without_synchronize, SOURCE, without_synchronize):
+            editor.change(text)
+        assert summary(await editor.diagnostics()) == [("PORT101", 4, 13, 4, 33)]
+        editor.change(SOURCE)
+        assert [d.code for d in await editor.diagnostics()] == ["PORT101", "PORT401"]
 
     run_editor(project, scenario)
 
