@@ -110,8 +110,12 @@ def finding(violations: list[Violation], key: Key) -> Violation | None:
 
 
 def fix_edits(path: str, lint: Lint, key: Key) -> tuple[Edit, ...]:
-    """The edits of the fix of ``lint``'s finding ``key``. Computing them parses the whole file
-    and rewrites it for each finding of the rule (only that rule runs): once per version."""
+    """The edits of the fix of ``lint``'s finding ``key``. Where the fast path did not make them
+    (it makes those that cost nothing, PORT001's), computing them parses the whole file and
+    rewrites it for each finding of the rule (only that rule runs): once per version."""
+    known = finding(lint.violations, key)
+    if known is not None and known.fix is not None and known.fix.edits:
+        return known.fix.edits
     code = key[0]
     if code not in lint.with_edits:
         assert lint.settings is not None  # it has findings of a rule: its settings were read

@@ -79,6 +79,12 @@ class Editor:
             )
         self.change(text)
 
+    async def choose(self, action: types.CodeAction) -> None:
+        """Choose ``action``: resolve its edit, as the editor does, and apply it."""
+        resolved = await self.client.code_action_resolve_async(action)
+        assert resolved.edit is not None
+        self.apply(resolved.edit)
+
     async def code_actions(self, line: int) -> list[types.CodeAction]:
         whole_line = types.Range(types.Position(line, 0), types.Position(line, 0))
         actions = await self.client.text_document_code_action_async(
@@ -103,8 +109,10 @@ class Editor:
         return hovered.contents.value
 
 
-def run_editor(project: Path, scenario, *, resolve: bool = True, text: str = SOURCE) -> None:
-    """Start `portlint server` in ``project``, open ``project/worker.py`` holding ``text`` (the
+def run_editor(
+    project: Path, scenario, *, resolve: bool = True, text: str = SOURCE, name: str = "worker.py"
+) -> None:
+    """Start `portlint server` in ``project``, open ``project/NAME`` holding ``text`` (the
     editor's text, not the file's: nothing is on disk) and play ``scenario(editor)``."""
 
     async def session() -> None:
@@ -122,7 +130,7 @@ def run_editor(project: Path, scenario, *, resolve: bool = True, text: str = SOU
             types.InitializeParams(capabilities=capabilities, root_uri=project.as_uri())
         )
         client.initialized(types.InitializedParams())
-        editor = Editor(client, (project / "worker.py").as_uri(), text)
+        editor = Editor(client, (project / name).as_uri(), text)
         client.text_document_did_open(
             types.DidOpenTextDocumentParams(
                 text_document=types.TextDocumentItem(
@@ -190,9 +198,7 @@ def test_a_safe_fix_is_the_preferred_quick_fix_and_applying_it_clears_the_findin
         ]
         fix = actions[0]
         assert fix.edit is None  # the client resolves it: edits are computed only when chosen
-        resolved = await editor.client.code_action_resolve_async(fix)
-        assert resolved.edit is not None
-        editor.apply(resolved.edit)
+        await editor.choose(fix)
         assert "    torch.accelerator.synchronize()\n" in editor.text
         assert summary(await editor.diagnostics()) == [("PORT101", 4, 13, 4, 33)]
 
@@ -220,13 +226,29 @@ def test_an_unsafe_fix_is_labelled_and_not_preferred(project):
         await editor.diagnostics()
         fix, _ = await editor.code_actions(4)
         assert (fix.title, fix.is_preferred) == ("PORT101: Use `worker.device` (unsafe fix)", False)
-        resolved = await editor.client.code_action_resolve_async(fix)
-        assert resolved.edit is not None
-        editor.apply(resolved.edit)
+        await editor.choose(fix)
         assert "    device = worker.device  # noqa: E501\n" in editor.text
         assert summary(await editor.diagnostics()) == [("PORT401", 6, 4, 6, 26)]
 
     run_editor(project, scenario)
+
+
+def test_removing_an_unused_code_from_a_noqa_keeps_the_code_it_uses(project):
+    """PORT001 judges a directive by the other rules' findings: its fix must not lose them."""
+    text = SOURCE.replace("# noqa: E501", "# noqa: PORT101, PORT402")
+
+    async def scenario(editor: Editor) -> None:
+        assert summary(await editor.diagnostics()) == [
+            ("PORT001", 4, 35, 4, 59),
+            ("PORT401", 6, 4, 6, 26),
+        ]
+        fix, _ = await editor.code_actions(4)
+        assert (fix.title, fix.is_preferred) == ("PORT001: Remove the unused codes", True)
+        await editor.choose(fix)
+        assert '    device = torch.device("cuda")  # noqa: PORT101\n' in editor.text
+        assert summary(await editor.diagnostics()) == [("PORT401", 6, 4, 6, 26)]
+
+    run_editor(project, scenario, text=text)
 
 
 def test_suppressing_a_finding_extends_the_noqa_comment_of_its_line(project):
@@ -234,9 +256,7 @@ def test_suppressing_a_finding_extends_the_noqa_comment_of_its_line(project):
         await editor.diagnostics()
         _, suppress = await editor.code_actions(4)
         assert (suppress.title, suppress.edit) == ("PORT101: suppress on this line (# noqa)", None)
-        resolved = await editor.client.code_action_resolve_async(suppress)
-        assert resolved.edit is not None
-        editor.apply(resolved.edit)
+        await editor.choose(suppress)
         assert '    device = torch.device("cuda")  # noqa: E501, PORT101\n' in editor.text
         assert summary(await editor.diagnostics()) == [("PORT401", 6, 4, 6, 26)]
 
@@ -296,6 +316,30 @@ def test_a_file_that_does_not_parse_gets_one_error_and_closing_clears_it(project
         assert list(params.diagnostics) == []
 
     run_editor(project, scenario)
+
+
+def test_a_file_the_configuration_excludes_gets_no_diagnostics(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.portlint]\nextend-exclude = ["generated"]\n')
+
+    async def scenario(editor: Editor) -> None:
+        assert await editor.diagnostics() == []
+
+    run_editor(tmp_path, scenario, name="generated/worker.py")
+
+
+def test_a_configuration_that_cannot_be_read_is_one_error_on_the_first_line(tmp_path):
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text("[tool.portlint]\nselect = ['PORT999']\n")
+
+    async def scenario(editor: Editor) -> None:
+        [error] = await editor.diagnostics()
+        assert error.message == (
+            f"portlint: unknown rule selector 'PORT999' in {pyproject} (see `portlint rules`)"
+        )
+        assert (error.code, error.severity) == (None, types.DiagnosticSeverity.Error)
+        assert (error.range.start.line, error.range.start.character) == (0, 0)
+
+    run_editor(tmp_path, scenario)
 
 
 def test_without_the_lsp_extra_the_server_says_so_in_one_line_and_exits_2(tmp_path):
