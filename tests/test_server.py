@@ -16,6 +16,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from portlint.registry import all_rules
+from portlint.server import noqa_codes_at
 
 SOURCE = textwrap.dedent(
     """\
@@ -316,6 +317,36 @@ def test_a_file_that_does_not_parse_gets_one_error_and_closing_clears_it(project
         assert list(params.diagnostics) == []
 
     run_editor(project, scenario)
+
+
+def test_positions_are_in_the_clients_utf16_units(project):
+    """A character outside the Basic Multilingual Plane is two UTF-16 units, one code point."""
+    text = 'import torch\nd = ("😀", torch.device("cuda"))\n'
+    start = text.splitlines()[1].index("torch.device")  # in code points: 11
+
+    async def scenario(editor: Editor) -> None:
+        [found] = await editor.diagnostics()
+        assert summary([found]) == [("PORT101", 1, start + 1, 1, start + 1 + 20)]
+        on_finding = await editor.hover(1, start + 1)
+        assert on_finding is not None and on_finding.startswith("**PORT101**")
+
+    run_editor(project, scenario, text=text)
+
+
+@pytest.mark.parametrize(
+    ("line", "column", "codes"),
+    [
+        ("x = 1  # noqa: PORT101, PORT402", 17, ["PORT101"]),
+        ("x = 1  # noqa: PORT101, PORT402", 25, ["PORT402"]),
+        ("x = 1  # NOQA:port402", 17, ["PORT402"]),
+        ("# portlint: noqa: PORT401", 20, ["PORT401"]),
+        ("x = 1  # noqa: PORT101", 3, []),  # not in the comment
+        ("x = 1  # noqa: PORT999", 17, []),  # no such rule
+        ("x = 1  # PORT101", 10, []),  # not a noqa comment
+    ],
+)
+def test_the_code_under_the_cursor_in_a_noqa_comment(line, column, codes):
+    assert noqa_codes_at(line, column) == codes
 
 
 def test_a_file_the_configuration_excludes_gets_no_diagnostics(tmp_path):
