@@ -183,6 +183,10 @@ def test_diagnostics_of_the_editors_text_with_the_projects_configuration(project
             "https://github.com/portlint/portlint/blob/main/docs/rules/PORT101.md"
         )
         assert device.message.startswith("`torch.device` hardcodes CUDA")
+        editor.client.text_document_did_save(
+            types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=editor.uri))
+        )
+        assert await editor.diagnostics() == found  # published again on save
 
     run_editor(project, scenario)
     assert not (project / "worker.py").exists()  # the server wrote nothing
