@@ -14,9 +14,11 @@ pytest.importorskip("pygls", reason="the `lsp` extra is not installed")
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
+from pygls.workspace import TextDocument
 
+from portlint.findings import Violation
 from portlint.registry import all_rules
-from portlint.server import noqa_codes_at
+from portlint.server import Lint, diagnostic, noqa_codes_at
 
 SOURCE = textwrap.dedent(
     """\
@@ -351,6 +353,19 @@ def test_positions_are_in_the_clients_utf16_units(project):
 )
 def test_the_code_under_the_cursor_in_a_noqa_comment(line, column, codes):
     assert noqa_codes_at(line, column) == codes
+
+
+def test_severity_follows_confidence_and_a_file_that_does_not_parse_has_no_rule():
+    text = "x = torch.device('cuda')\n"
+    likely = Violation("w.py", 1, 5, "PORT101", "m", 1, 25, confidence="likely")
+    unparsed = Violation("w.py", 1, 5, None, "SyntaxError: invalid syntax")
+    lint = Lint(1, text, None, [likely, unparsed])
+    document = TextDocument("file:///w.py", text)
+    warning, error = (diagnostic(v, lint, document) for v in lint.violations)
+    assert (warning.severity, warning.code) == (types.DiagnosticSeverity.Warning, "PORT101")
+    assert (error.severity, error.code) == (types.DiagnosticSeverity.Error, None)
+    assert (error.code_description, error.data) == (None, None)
+    assert error.range.start == error.range.end == types.Position(0, 4)
 
 
 def test_a_file_the_configuration_excludes_gets_no_diagnostics(tmp_path):
