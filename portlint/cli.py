@@ -660,3 +660,20 @@ def show_rule(code: str) -> None:
         click.echo(f"portlint: error: unknown rule {code!r} (see `portlint rules`)", err=True)
         sys.exit(EXIT_ERROR)
     click.echo(f"# {rule.code} ({rule.name})\n\n{rule.documentation()}")
+
+
+@main.command()
+def server() -> None:
+    """Run the language server for editors, over stdin and stdout (the `lsp` extra)."""
+    try:
+        from portlint.server import serve  # pygls: installed with the `lsp` extra only
+    except ModuleNotFoundError as error:
+        if (error.name or "").startswith("portlint"):
+            raise
+        click.echo(
+            f"portlint: error: `portlint server` needs the `lsp` extra (no module {error.name!r}):"
+            " pip install 'portlint[lsp]'",
+            err=True,
+        )
+        sys.exit(EXIT_ERROR)
+    serve()
