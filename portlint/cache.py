@@ -80,6 +80,7 @@ class Cache:
         key = json.dumps([build_stamp(), _settings_key(settings), fix_edits], sort_keys=True)
         name = hashlib.sha256(key.encode()).hexdigest()[:20]
         self.folder = folder or root / CACHE_DIR  # (folder: --cache-dir)
+        self.fix_edits = fix_edits
         self.file = self.folder / f"{name}.json"
         self.entries: dict[str, list] = {}
         self.changed = False
@@ -87,6 +88,10 @@ class Cache:
             loaded = json.loads(self.file.read_text(encoding="utf-8"))
             if isinstance(loaded, dict):
                 self.entries = loaded
+
+    def for_settings(self, settings: Settings) -> Cache:
+        """The table of the same folder for other settings (what the project index adds)."""
+        return Cache(self.folder.parent, settings, self.fix_edits, folder=self.folder)
 
     @staticmethod
     def _key(path: str) -> str:

@@ -8,6 +8,7 @@ The API returns results and never prints; the CLI does the printing.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import os
 import stat
@@ -23,7 +24,7 @@ from portlint.cache import Cache, digest
 from portlint.findings import SAFE, Fix, Silenced, Violation, apply_edits, overlaps
 from portlint.index.int64 import INT64_CODES
 from portlint.index.project import Project, module_name
-from portlint.index.reading import read_module
+from portlint.index.reading import RETURNS_AMBIENT_STREAM, read_module, stream_helpers
 from portlint.index.store import IndexStore
 from portlint.registry import BrokenRules
 from portlint.settings import Settings
@@ -302,6 +303,10 @@ def lint_files(
     packages = _top_packages(files) if project else None
     store = IndexStore(cache.folder, packages) if cache and packages is not None else None
     facts: dict[str, dict] = {}
+    read: dict[str, tuple[bytes, str]] = {}  # files read before the run (their bytes, their text)
+    given = cache
+    if packages is not None:
+        settings, cache = _with_stream_helpers(files, settings, cache, store, read)
     with _Runner(jobs or os.cpu_count() or 1, len(files)) as runner:
         for file in files:
             path = str(file)
@@ -313,8 +318,7 @@ def lint_files(
                 result.violations.extend(cached)
                 continue
             try:
-                data = read_bytes(path)
-                source = decode_source(path, data)
+                data, source = read.pop(path) if path in read else _read(path)
             except SourceError as error:
                 result.violations.append(error.violation)
                 continue
@@ -357,6 +361,8 @@ def lint_files(
                 cache.store(outcome.path, digests[outcome.path], outcome.violations)
     if store:
         store.save()
+    if cache is not given and cache is not None:
+        cache.save()  # (the caller saves the table it gave)
     if packages is not None:
         joined = Project(facts, settings, packages)
         result.projects = dict.fromkeys(facts, joined)
@@ -365,6 +371,49 @@ def lint_files(
     result.violations.sort()
     result.silenced.sort()
     return result
+
+
+def _read(path: str) -> tuple[bytes, str]:
+    data = read_bytes(path)
+    return data, decode_source(path, data)
+
+
+def _with_stream_helpers(
+    files: list[Path],
+    settings: Settings,
+    cache: Cache | None,
+    store: IndexStore | None,
+    read: dict[str, tuple[bytes, str]],
+) -> tuple[Settings, Cache | None]:
+    """``settings`` whose ``stream-functions`` hold the project's own functions that return the
+    ambient stream (PORT301 and PORT302 read them), and the cache table for those settings. The
+    index store knows them for unchanged files; the others are read now (into ``read``), and
+    parsed where their text has such a ``return``."""
+    folders: dict[str, str] = {}
+    helpers: set[str] = set()
+    for file in files:
+        path = str(file)
+        known = store.lookup(path) if store else None
+        if known is not None:
+            names = known.get("stream_helpers", [])
+        else:
+            try:
+                read[path] = _read(path)
+            except SourceError:
+                continue
+            source = read[path][1]
+            tree = parse_ast(source) if RETURNS_AMBIENT_STREAM.search(source) else None
+            names = stream_helpers(tree) if tree is not None else []
+        if names:
+            module = module_name(path, folders)
+            # (as imported elsewhere, and as called in the module itself)
+            helpers.update(f"{module}.{name}" for name in names)
+            helpers.update(names)
+    if not helpers - set(settings.stream_functions):
+        return settings, cache
+    functions = tuple(sorted({*settings.stream_functions, *helpers}))
+    settings = dataclasses.replace(settings, stream_functions=functions)
+    return settings, cache.for_settings(settings) if cache is not None else None
 
 
 def _top_packages(files: list[Path]) -> frozenset[str]:

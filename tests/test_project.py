@@ -317,3 +317,23 @@ def test_a_new_tensor_given_to_a_wrapper_that_launches_the_kernel_reaches_it(tmp
         "it is given to `prepare`, and Triton kernel `prepare_kernel` (pkg/kernels.py:11) needs "
         "int32 for `num_rejected_ptr`"
     )
+
+
+STREAMS = "import torch\n\n\ndef capture_stream():\n    return torch.cuda.current_stream()\n"
+CAPTURE = (
+    "import torch\n\nfrom pkg.streams import capture_stream\n\n\n"
+    "def capture(model, x, g):\n    model(x)\n"
+    "    with torch.cuda.graph(g, stream=capture_stream()):\n        model(x)\n"
+)
+
+
+def test_a_project_function_that_returns_the_ambient_stream_is_found_not_listed(tmp_path):
+    _project(tmp_path, {"pkg/streams.py": STREAMS, "pkg/capture.py": CAPTURE})
+    args = ("--select", "PORT301")
+    # As `stream-functions = ["pkg.streams.capture_stream"]` would say; the cache keeps up.
+    for cache in ("--no-cache", "--cache-dir=.cache", "--cache-dir=.cache"):
+        assert [line.split(" ")[:2] for line in _findings(tmp_path, cache, *args)] == [
+            ["pkg/capture.py:8:10:", "PORT301"]
+        ]
+    (tmp_path / "pkg" / "streams.py").write_text(STREAMS.replace("current_stream()", "Stream()"))
+    assert _findings(tmp_path, "--cache-dir=.cache", *args) == []

@@ -18,6 +18,7 @@ which keeps a finding.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any
 
 from portlint.facts import CUDA_DEVICE_TYPES, EXIT_CALLS
@@ -388,6 +389,27 @@ def _is_type_checking(test: ast.AST) -> bool:
     return dotted(test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
 
 
+# A function that hands out the ambient stream: `return torch.cuda.current_stream()`, as text.
+RETURNS_AMBIENT_STREAM = re.compile(r"return\s+[\w.]*\bcurrent_stream\(")
+
+
+def stream_helpers(tree: ast.Module) -> list[str]:
+    """The module's functions that return the ambient stream (``return torch.cuda.current_stream()``,
+    or any ``current_stream()``): a capture on their result captures on the ambient stream."""
+    found = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in ast.walk(node):
+                if (
+                    isinstance(inner, ast.Return)
+                    and isinstance(inner.value, ast.Call)
+                    and (dotted(inner.value.func) or "").rsplit(".", 1)[-1] == "current_stream"
+                ):
+                    found.append(node.name)
+                    break
+    return found
+
+
 def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
     """The index's facts of one module (see the module docstring), as JSON-ready lists. Only the
     uses that can name the project's code are kept: names the module defines, or imports
@@ -412,6 +434,7 @@ def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
         "rebinds": reader.rebinds,
         "cuda_refs": reader.cuda_refs,
         "kernels": kernels_in(tree),
+        "stream_helpers": stream_helpers(tree),
         # (Read only where a kernel may be launched: `f[grid](...)`; None: not read.)
         "functions": functions_in(tree) if reader.launches else None,
     }
