@@ -337,3 +337,22 @@ def test_a_project_function_that_returns_the_ambient_stream_is_found_not_listed(
         ]
     (tmp_path / "pkg" / "streams.py").write_text(STREAMS.replace("current_stream()", "Stream()"))
     assert _findings(tmp_path, "--cache-dir=.cache", *args) == []
+
+
+def test_a_new_tensor_stored_in_a_project_class_is_the_projects_to_judge(tmp_path):
+    source = (
+        "import torch\nfrom dataclasses import dataclass\n\n\n@dataclass\nclass Result:\n"
+        "    output_ids: torch.Tensor\n\n\n"
+        "def pack(tokens):\n    tokens = tokens.to(dtype=torch.int64)\n"
+        "    output_ids = tokens.new_zeros((4, 2))\n    return Result(output_ids=output_ids)\n"
+    )
+    _project(tmp_path, {"pkg/pack.py": source})
+    assert _findings(tmp_path, "--no-cache") == []
+    # The same tensor given to another library's function: portlint cannot see what it needs.
+    elsewhere = source.replace("return Result(", "return other_library.pack(").replace(
+        "import torch\n", "import other_library\nimport torch\n", 1
+    )
+    (tmp_path / "pkg" / "pack.py").write_text(elsewhere)
+    assert [line.split(" ")[:2] for line in _findings(tmp_path, "--no-cache")] == [
+        ["pkg/pack.py:13:18:", "PORT201"]
+    ]

@@ -151,12 +151,11 @@ def _needs(project: Project, path: str, names: list[str], where: int | str, dept
                 place = f"{project.shown(module_path)}:{needs[parameter][1]}"
                 return f"Triton kernel `{member}` ({place}) needs int32 for `{parameter}`"
             return FINE
-        functions = facts.get("functions")
-        if functions is None:
-            return UNSEEN  # (its module launches nothing: not read)
-        function = functions.get(member)
+        # The project's own code is seen: a function that passes the tensor on to nothing that
+        # needs int32, a class that stores it, a module that launches no kernel, take any width.
+        function = (facts.get("functions") or {}).get(member)
         if function is None:
-            return FINE if (project.module_of[module_path], member) in project.units else UNSEEN
+            return FINE
         parameter = _parameter(function["parameters"], where)
         verdict = FINE
         for use in function["uses"].get(parameter, []) if parameter else [["opaque"]]:
