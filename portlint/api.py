@@ -149,9 +149,10 @@ def lint_groups(
     for settings_, files in groups.items():
         cache = cache_for(settings_)
         counted = _counting_on(progress, total.files_parsed) if progress else None
+        context = project_files(settings_) if project else None
         result = lint_files(
             files, settings_, jobs, counted, fix_edits, cache, speedups=speedups,
-            show_silenced=show_silenced, project=project,
+            show_silenced=show_silenced, project=project, context=context,
         )  # fmt: skip
         if cache is not None:
             cache.save()
@@ -164,6 +165,17 @@ def lint_groups(
     total.violations.sort()
     total.silenced.sort()
     return total
+
+
+def project_files(settings: Settings) -> list[Path]:
+    """Every file of the project whose configuration is ``settings`` (its root holds a
+    ``pyproject.toml`` or is a git checkout), for the project index; none where the root is just
+    the folder portlint runs in."""
+    root = Path(settings.root)
+    if not ((root / "pyproject.toml").is_file() or (root / ".git").exists()):
+        return []
+    files, _ = discover([root], settings)
+    return files
 
 
 def _counting_on(progress: Callable[[int, int], None], before: int) -> Callable[[int, int], None]:

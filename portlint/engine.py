@@ -287,6 +287,7 @@ def lint_files(
     speedups: bool = False,
     show_silenced: bool = False,
     project: bool = False,
+    context: list[Path] | None = None,
 ) -> RunResult:
     """Lint ``files``; ``progress(done, total)`` is called as parsed files complete.
 
@@ -296,20 +297,28 @@ def lint_files(
     silenced findings too (``result.silenced``; the cache holds none, so pass none).
     ``project``: join the files into a project index (:mod:`portlint.index.project`) and apply
     what it says of each finding; its facts are kept beside the cache, where there is one. The
-    cache holds each file's own findings, before the index speaks.
+    cache holds each file's own findings, before the index speaks. ``context``: more files of the
+    project, read for its index only, never reported (a run on the files a commit changed still
+    sees the callers and kernels of the rest of the tree).
     """
     result = RunResult(files_checked=len(files))
     digests: dict[str, str] = {}
-    packages = _top_packages(files) if project else None
+    linted = {str(file) for file in files}
+    named = {os.path.realpath(file) for file in files}
+    others = [f for f in context or [] if os.path.realpath(f) not in named] if project else []
+    packages = _top_packages([*files, *others]) if project else None
     store = IndexStore(cache.folder, packages) if cache and packages is not None else None
     facts: dict[str, dict] = {}
     read: dict[str, tuple[bytes, str]] = {}  # files read before the run (their bytes, their text)
     given = cache
     if packages is not None:
-        settings, cache = _with_stream_helpers(files, settings, cache, store, read)
-    with _Runner(jobs or os.cpu_count() or 1, len(files)) as runner:
-        for file in files:
+        settings, cache = _with_stream_helpers([*files, *others], settings, cache, store, read)
+    with _Runner(jobs or os.cpu_count() or 1, len(files) + len(others)) as runner:
+        for file in [*files, *others]:
             path = str(file)
+            if path not in linted:
+                _read_for_index(path, store, read, facts, digests, runner, settings, packages)
+                continue
             cached = cache.lookup(path) if cache else None
             known = store.lookup(path) if store else None
             if known is not None:
@@ -355,7 +364,7 @@ def lint_files(
                 facts[outcome.path] = outcome.facts
                 if store:
                     store.store(outcome.path, digests[outcome.path], outcome.facts)
-            if outcome.error:
+            if outcome.error and outcome.path in linted:
                 result.internal_errors.append(outcome.error)
             elif cache and outcome.linted:
                 cache.store(outcome.path, digests[outcome.path], outcome.violations)
@@ -371,6 +380,32 @@ def lint_files(
     result.violations.sort()
     result.silenced.sort()
     return result
+
+
+def _read_for_index(
+    path: str,
+    store: IndexStore | None,
+    read: dict[str, tuple[bytes, str]],
+    facts: dict[str, dict],
+    digests: dict[str, str],
+    runner: _Runner,
+    settings: Settings,
+    packages: frozenset[str] | None,
+) -> None:
+    """A file of the project that the run does not report on: its facts, from the index store or
+    read by a worker."""
+    known = store.lookup(path) if store else None
+    if known is None:
+        try:
+            data, source = read.pop(path) if path in read else _read(path)
+        except SourceError:
+            return
+        digests[path] = digest(data)
+        known = store.lookup(path, digests[path]) if store else None
+        if known is None:
+            runner.submit(Job(path, source, settings, False, [], True, False, packages))
+            return
+    facts[path] = known
 
 
 def _read(path: str) -> tuple[bytes, str]:

@@ -356,3 +356,28 @@ def test_a_new_tensor_stored_in_a_project_class_is_the_projects_to_judge(tmp_pat
     assert [line.split(" ")[:2] for line in _findings(tmp_path, "--no-cache")] == [
         ["pkg/pack.py:13:18:", "PORT201"]
     ]
+
+
+def test_a_run_on_one_file_sees_the_rest_of_the_project(tmp_path):
+    """As a pre-commit hook runs it: only the changed file is reported on, but its callers in
+    the rest of the project (the folder of its pyproject.toml) are read for the index."""
+    _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": GUARDED_CALL})
+    for cache in ("--no-cache", "--cache-dir=.cache", "--cache-dir=.cache"):
+        result = run_cli("check", "pkg/steps.py", cache, cwd=tmp_path)
+        assert (result.returncode, result.stdout.strip()) == (0, "All checks passed!"), cache
+    (tmp_path / "pkg" / "main.py").write_text(UNGUARDED_CALL)  # not in the run, yet seen
+    result = run_cli("check", "pkg/steps.py", "--cache-dir=.cache", "-q", cwd=tmp_path)
+    assert result.stdout.startswith("pkg/steps.py:5:5: PORT401")
+
+
+def test_a_patch_that_its_function_undoes_is_no_rebinding(tmp_path):
+    patch = (
+        "import torch\n\n\ndef build(model):\n    saved = torch.cuda.Stream\n"
+        "    torch.cuda.Stream = torch.xpu.Stream\n    try:\n        return model()\n"
+        "    finally:\n        torch.cuda.Stream = saved\n"
+    )
+    uses = "import torch\n\n\ndef side():\n    return torch.cuda.Stream()\n"
+    _project(tmp_path, {"pkg/patch.py": patch, "pkg/uses.py": uses})
+    assert [line.split(" ")[:2] for line in _findings(tmp_path, "--no-cache")] == [
+        ["pkg/uses.py:5:12:", "PORT402"]
+    ]

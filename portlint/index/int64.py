@@ -110,8 +110,9 @@ def _consumer(project: Project, violation: Violation) -> tuple[str, str] | None:
 
 
 def _given_to(project: Project, violation: Violation) -> tuple[str, str] | None:
-    """The call the new tensor is given to that needs int32 (certain), or that portlint cannot
-    see into (likely); None where every call it is given to takes any width."""
+    """The call the new tensor is given to that needs int32 (certain), or after which portlint
+    cannot follow it (another library's function, a container: likely); None where every call
+    it is given to takes any width."""
     at = [violation.line, violation.col]
     unseen = None
     for _, names, where, news, callee in _notes(project, violation.path, CALL_NOTES):
@@ -123,7 +124,8 @@ def _given_to(project: Project, violation: Violation) -> tuple[str, str] | None:
         if verdict is not UNSEEN:
             return f"it is given to `{callee}`, and {verdict}", "certain"
         unseen = unseen or (
-            f"it is given to `{callee}`, which portlint cannot see into: check that it takes int64",
+            f"it is given to `{callee}`, and portlint cannot follow it from there: check that "
+            "what consumes it takes int64",
             "likely",
         )
     return unseen
@@ -152,8 +154,8 @@ def _needs(project: Project, path: str, names: list[str], where: int | str, dept
                 return f"Triton kernel `{member}` ({place}) needs int32 for `{parameter}`"
             return FINE
         # The project's own code is seen: a function that passes the tensor on to nothing that
-        # needs int32, a class that stores it, a module that launches no kernel, take any width.
-        function = (facts.get("functions") or {}).get(member)
+        # needs int32, or a class that stores it, takes any width.
+        function = facts.get("functions", {}).get(member)
         if function is None:
             return FINE
         parameter = _parameter(function["parameters"], where)

@@ -263,27 +263,31 @@ def parameter_uses(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str
     Reads, arithmetic, comparisons and torch's own functions take any integer width: they are
     left out, so a parameter with no entry takes any width."""
     arguments = function.args
-    names = [a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
-    rebound = {
-        target.id
-        for node in ast.walk(function)
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-        if isinstance(target, ast.Name)
-    }
-    parents = {
-        id(child): node for node in ast.walk(function) for child in ast.iter_child_nodes(node)
-    }
-    uses: dict[str, list[list]] = {}
+    names = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
+    # One walk: each load of a parameter (and each keyword argument) with its parent, and the
+    # parameters the function rebinds (those it cannot follow).
+    parents: dict[int, ast.AST] = {}
+    loads: list[ast.Name] = []
+    rebound: set[str] = set()
     for node in ast.walk(function):
-        if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
-            if node.id in rebound:
-                uses[node.id] = [[OPAQUE]]
-                continue
-            use = _use(node, parents)
-            if use is not None:
-                uses.setdefault(node.id, []).append(use)
-    return {name: found for name, found in uses.items() if found}
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name) and child.id in names:
+                parents[id(child)] = node
+                if isinstance(child.ctx, ast.Load):
+                    loads.append(child)
+                else:
+                    rebound.add(child.id)
+            elif isinstance(child, ast.keyword):
+                parents[id(child)] = node
+    uses: dict[str, list[list]] = {}
+    for load in loads:
+        if load.id in rebound:
+            uses[load.id] = [[OPAQUE]]
+            continue
+        use = _use(load, parents)
+        if use is not None:
+            uses.setdefault(load.id, []).append(use)
+    return uses
 
 
 def _use(node: ast.Name, parents: dict[int, ast.AST]) -> list | None:

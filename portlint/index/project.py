@@ -210,10 +210,14 @@ class Project:
         return any((module, unit) in self.confined_units for unit in _enclosing(site.unit))
 
     def _rebound(self) -> dict[str, tuple[str, int]]:
+        """Per rebound attribute, where the project rebinds it: a device shim's rebinding
+        (its value names another device) rather than any other."""
         rebound: dict[str, tuple[str, int]] = {}
-        for path, data in self.facts.items():
-            for attribute, line in data["rebinds"]:
-                rebound.setdefault(attribute, (path, line))
+        for shims in (True, False):
+            for path, data in sorted(self.facts.items()):
+                for attribute, line, device in data["rebinds"]:
+                    if device is shims:
+                        rebound.setdefault(attribute, (path, line))
         return rebound
 
     # --- findings ---------------------------------------------------------------------------

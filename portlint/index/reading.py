@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from typing import Any
 
 from portlint.facts import CUDA_DEVICE_TYPES, EXIT_CALLS
@@ -196,8 +197,7 @@ class _Reader(ast.NodeVisitor):
         self.imports: list[list[Any]] = []
         self.rebinds: list[list[Any]] = []
         self.cuda_refs: list[list[Any]] = []
-        self.annotations: set[int] = set()  # ids of annotation nodes: naming a type is no use
-        self.launches = False  # whether it has a call of a subscript (`kernel[grid](...)`)
+        self.returns_stream = False  # whether something returns `current_stream()`
 
     # --- blocks, with what makes their code run only on CUDA ------------------------------------
     def _block(self, body: list[ast.stmt], guard: Guard) -> None:
@@ -292,8 +292,7 @@ class _Reader(ast.NodeVisitor):
         if isinstance(node, ast.ClassDef):
             for base in [*node.bases, *node.keywords]:
                 self.visit(base)
-        else:
-            self._annotations(node)
+        else:  # (not its annotations: naming a type is no use)
             for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]:
                 self.visit(default)
         if not self.depth:  # a definition of the module's: its uses are the module's own
@@ -309,19 +308,12 @@ class _Reader(ast.NodeVisitor):
         self._block(node.body, cuda_only)
         self.unit, self.depth, self.conditional = saved
 
-    def _annotations(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        arguments = node.args
-        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-        every += [a for a in (arguments.vararg, arguments.kwarg) if a]
-        for annotation in [a.annotation for a in every] + [node.returns]:
-            if annotation is not None:
-                self.annotations.update(id(n) for n in ast.walk(annotation))
-
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _unit
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self.annotations.update(id(n) for n in ast.walk(node.annotation))
-        self.generic_visit(node)
+        self.visit(node.target)  # (not its annotation: naming a type is no use)
+        if node.value is not None:
+            self.visit(node.value)
 
     # --- what the project index records ---------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
@@ -349,12 +341,12 @@ class _Reader(ast.NodeVisitor):
         self.imports.append([module, node.lineno, self.guarded, self.unit])
 
     def visit_Name(self, node: ast.Name) -> None:
-        if isinstance(node.ctx, ast.Load) and id(node) not in self.annotations:
+        if isinstance(node.ctx, ast.Load):
             self.uses.append([node.id, node.lineno, self.guarded, self.unit])
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         name = dotted(node)
-        if name is None or not isinstance(node.ctx, ast.Load) or id(node) in self.annotations:
+        if name is None or not isinstance(node.ctx, ast.Load):
             self.generic_visit(node)
             return
         parts = name.split(".")
@@ -362,8 +354,8 @@ class _Reader(ast.NodeVisitor):
             self.cuda_refs.append([node.lineno, node.col_offset, parts[2]])
         self.uses.append([name, node.lineno, self.guarded, self.unit])
 
-    def visit_Call(self, node: ast.Call) -> None:
-        self.launches = self.launches or isinstance(node.func, ast.Subscript)
+    def visit_Return(self, node: ast.Return) -> None:
+        self.returns_stream = self.returns_stream or _fetches_stream(node)
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -371,18 +363,35 @@ class _Reader(ast.NodeVisitor):
             self._rebound(target, node)
         self.generic_visit(node)
 
-    def _rebound(self, target: ast.AST, node: ast.stmt) -> None:
+    def _rebound(self, target: ast.AST, node: ast.Assign) -> None:
         """``torch.cuda.Event = torch.xpu.Event`` (or all of ``torch.cuda``): the project puts its
         own object there. One under a condition within its function does not count: it does not
-        hold everywhere the function runs."""
+        hold everywhere the function runs. Each is kept with its function, and with whether its
+        value names another device (a device backend's shim, the best evidence to show)."""
         name = dotted(target) if isinstance(target, ast.Attribute) else None
         if name is None or self.conditional:
             return
         parts = name.split(".")
-        if parts == ["torch", "cuda"]:
-            self.rebinds.append(["*", node.lineno])
-        elif parts[:2] == ["torch", "cuda"] and len(parts) == 3:
-            self.rebinds.append([parts[2], node.lineno])
+        attribute = "*" if parts == ["torch", "cuda"] else parts[2] if len(parts) == 3 else None
+        if parts[:2] == ["torch", "cuda"] and attribute is not None:
+            device = any(
+                names_other_device(dotted(n) or "")
+                for n in ast.walk(node.value)
+                if isinstance(n, (ast.Name, ast.Attribute))
+            )
+            self.rebinds.append([attribute, node.lineno, self.unit, device])
+
+
+def _lasting(rebinds: list[list[Any]]) -> list[list[Any]]:
+    """The rebindings that last: not one that its own function makes twice (a patch and its
+    restore, ``torch.cuda.Event = ...`` then ``torch.cuda.Event = saved`` in a ``finally``).
+    Each as [attribute, line, whether its value names another device]."""
+    made = Counter((attribute, unit) for attribute, _, unit, _ in rebinds)
+    return [
+        [attribute, line, device]
+        for attribute, line, unit, device in rebinds
+        if made[attribute, unit] == 1
+    ]
 
 
 def _is_type_checking(test: ast.AST) -> bool:
@@ -398,16 +407,18 @@ def stream_helpers(tree: ast.Module) -> list[str]:
     or any ``current_stream()``): a capture on their result captures on the ambient stream."""
     found = []
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for inner in ast.walk(node):
-                if (
-                    isinstance(inner, ast.Return)
-                    and isinstance(inner.value, ast.Call)
-                    and (dotted(inner.value.func) or "").rsplit(".", 1)[-1] == "current_stream"
-                ):
-                    found.append(node.name)
-                    break
+        functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+        if isinstance(node, functions) and any(map(_fetches_stream, ast.walk(node))):
+            found.append(node.name)
     return found
+
+
+def _fetches_stream(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Return)
+        and isinstance(node.value, ast.Call)
+        and (dotted(node.value.func) or "").rsplit(".", 1)[-1] == "current_stream"
+    )
 
 
 def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
@@ -431,10 +442,9 @@ def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
             if row[0].split(".")[0] in packages or row[0].startswith(".")
         ],
         "top_imports": [list(found) for found in top_level_imports(tree)],
-        "rebinds": reader.rebinds,
+        "rebinds": _lasting(reader.rebinds),
         "cuda_refs": reader.cuda_refs,
         "kernels": kernels_in(tree),
-        "stream_helpers": stream_helpers(tree),
-        # (Read only where a kernel may be launched: `f[grid](...)`; None: not read.)
-        "functions": functions_in(tree) if reader.launches else None,
+        "stream_helpers": stream_helpers(tree) if reader.returns_stream else [],
+        "functions": functions_in(tree),
     }

@@ -60,7 +60,8 @@ class NewTensorInheritsInt64(Rule):
     tensor meets something that needs int32: it reaches a Triton kernel parameter whose contract
     needs int32 (directly, through `*_like`, or through project functions that pass it on: see
     PORT202), or an int32 tensor of its function is compared with it. Where it is given to a
-    function portlint cannot see into (another library's), it is reported as likely, naming the
+    function after which portlint cannot follow it (another library's function, or a project
+    function that puts it in a container or an attribute), it is reported as likely, naming the
     function. The message names the tensor the dtype comes from and the consumer. Inherited int64
     that nothing needing int32 consumes is what the code works with, and is not reported; nor
     where the int64 is evidently meant: the new tensor holds the same kind of values as its
