@@ -59,7 +59,8 @@ class NewTensorInheritsInt64(Rule):
     integers, by `.long()` or `argmax`, or inherited through `new_*`/`*_like`), where the new
     tensor meets something that needs int32: it reaches a Triton kernel parameter whose contract
     needs int32 (directly, through `*_like`, or through project functions that pass it on: see
-    PORT202), or an int32 tensor of its function is compared with it. Where it is given to a
+    PORT202), or an int32 tensor of its function is compared with it, copied from it or
+    concatenated with it. Where it is given to a
     function after which portlint cannot follow it (another library's function, or a project
     function that puts it in a container or an attribute), it is reported as likely, naming the
     function. The message names the tensor the dtype comes from and the consumer. Inherited int64
@@ -173,6 +174,19 @@ class NewTensorInheritsInt64(Rule):
             "    ends = s.new_zeros(n, dtype=torch.int32)\n    limits = lens.int()\n"
             "    return ends < limits\n",
         ),
+        # copied into, or concatenated with, an int32 tensor of its function
+        Invalid(
+            "import torch\ndef f(n, out):\n    s = torch.arange(n)\n    ends = s.new_zeros(n)\n"
+            "    lens = torch.zeros(n, dtype=torch.int32)\n    lens.copy_(ends)\n",
+            4,
+            12,
+        ),
+        Invalid(
+            "import torch\ndef f(n, lens):\n    s = torch.arange(n)\n    pad = s.new_zeros(2)\n"
+            "    lens = lens.int()\n    return torch.cat([lens, pad])\n",
+            4,
+            11,
+        ),
         # given to a function portlint cannot see into
         Invalid(
             "import torch\nfrom kernels import prepare\ns = torch.empty(4, dtype=torch.int64)\n"
@@ -272,9 +286,10 @@ class NewTensorInheritsInt64(Rule):
         return None
 
     def _int32_context(self, node: cst.Call) -> tuple[str, bool] | None:
-        """Where the new tensor meets int32, and whether that is a consumer that needs it (it is
-        compared with an int32 tensor), or only a hint that int32 is meant (a count's name, a
-        sibling allocated as int32, a Triton launch taking it: the kernel's contract decides)."""
+        """Where the new tensor meets int32, and whether that is a consumer that needs it (an
+        int32 tensor of its function is compared with it, copied from it, or concatenated with
+        it), or only a hint that int32 is meant (a count's name, a sibling allocated as int32, a
+        Triton launch taking it: the kernel's contract decides)."""
         parent = self.get_metadata(ParentProvider, node, None)
         target = None
         if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
@@ -283,7 +298,7 @@ class NewTensorInheritsInt64(Rule):
         while scope is not None and not isinstance(scope, (cst.FunctionDef, cst.Module)):
             scope = self.get_metadata(ParentProvider, scope, None)
         nodes = list(walk(scope or self.module))
-        int32_names: set[str | None] = set()
+        int32_names: set[str] = set()
         hint = None
         if target and COUNT_NAME.search(target.rsplit(".", 1)[-1]):
             hint = f"`{target}` is named as a count"
@@ -291,22 +306,39 @@ class NewTensorInheritsInt64(Rule):
             kind = self._int32_value(assign.value)
             if kind == "allocated":
                 hint = hint or "a tensor beside it is allocated as int32"
-            if kind == "cast":
-                int32_names.update(dotted_name(t.target) for t in assign.targets)
+            if kind is not None:
+                int32_names.update(n for t in assign.targets if (n := dotted_name(t.target)))
+        if not target:
+            return (hint, False) if hint else None
         for other in nodes:
             if (
                 isinstance(other, cst.Call)
                 and isinstance(other.func, cst.Subscript)
-                and target
                 and any(dotted_name(a.value) == target for a in other.args)
             ):
                 hint = hint or "it is given to a Triton launch"
-            if isinstance(other, cst.Comparison) and target:
-                names = {
-                    dotted_name(other.left),
-                    *(dotted_name(c.comparator) for c in other.comparisons),
-                }
-                if target in names and names & (int32_names - {None}):
-                    (int32,) = sorted(n for n in names & int32_names if n)[:1]
-                    return f"it is compared with `{int32}`, an int32 tensor", True
+            consumer = self._int32_consumer(other, target, int32_names)
+            if consumer is not None:
+                return consumer, True
         return (hint, False) if hint else None
+
+    def _int32_consumer(self, node: cst.CSTNode, target: str, int32: set[str]) -> str | None:
+        """How ``node`` makes an int32 tensor meet ``target``, if it does."""
+        if isinstance(node, cst.Comparison):
+            names = {dotted_name(node.left), *(dotted_name(c.comparator) for c in node.comparisons)}
+            found = sorted(n for n in names if n in int32)
+            if target in names and found:
+                return f"it is compared with `{found[0]}`, an int32 tensor"
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            into = dotted_name(node.func.value)
+            copies = node.func.attr.value == "copy_" and into in int32 and bool(node.args)
+            if copies and dotted_name(node.args[0].value) == target:
+                return f"it is copied into `{into}`, an int32 tensor"
+        if isinstance(node, cst.Call) and qualified_names(self, node.func) & CONCATENATE:
+            sequence = node.args[0].value if node.args else None
+            if isinstance(sequence, (cst.List, cst.Tuple)):
+                names = {dotted_name(e.value) for e in sequence.elements}
+                found = sorted(n for n in names if n in int32)
+                if target in names and found:
+                    return f"it is concatenated with `{found[0]}`, an int32 tensor"
+        return None

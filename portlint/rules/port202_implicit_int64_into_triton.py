@@ -106,6 +106,13 @@ class ImplicitInt64IntoTriton(Rule):
             13,
             19,
         ),
+        # promotion: an int32 count plus a sum of a bool mask (int64) is int64
+        Invalid(
+            KERNEL + "def f(mask, lens):\n    total = lens.int() + (mask > 0).sum()\n"
+            "    k[(1,)](total, 1)\n",
+            12,
+            13,
+        ),
         Invalid(
             "import torch\nimport triton\nimport triton.language as tl\ndef f(n):\n"
             "    x = torch.full((n,), 0)\n    k[(1,)](x, n)\n"
