@@ -15,6 +15,7 @@ import stat
 import tokenize
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -30,6 +31,7 @@ from portlint.registry import BrokenRules
 from portlint.settings import Settings
 from portlint.speed.cut import UNPARSED, Unparsed, parse_ast
 from portlint.speed.gate import codes_with_triggers_in
+from portlint.speed.process import without_cycle_collection
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -261,8 +263,9 @@ def _lint_job(job: Job) -> Outcome:
         tree: ast.Module | Unparsed | None = UNPARSED
         facts = None
         if job.packages is not None:
-            tree = parse_ast(job.source)
-            facts = read_module(tree, job.packages) if tree is not None else None
+            with without_cycle_collection() if job.speedups else nullcontext():
+                tree = parse_ast(job.source)
+                facts = read_module(tree, job.packages) if tree is not None else None
         found: list[Violation] = []
         if job.codes:
             found = lint_source(
@@ -368,8 +371,6 @@ def lint_files(
                 result.internal_errors.append(outcome.error)
             elif cache and outcome.linted:
                 cache.store(outcome.path, digests[outcome.path], outcome.violations)
-    if store:
-        store.save()
     if cache is not given and cache is not None:
         cache.save()  # (the caller saves the table it gave)
     if packages is not None:
@@ -377,6 +378,11 @@ def lint_files(
         result.projects = dict.fromkeys(facts, joined)
         silenced = result.silenced if show_silenced else None
         result.violations = joined.judge(result.violations, silenced)
+        if store is not None:
+            for path in joined.read_later:
+                store.update(path, facts[path])
+    if store is not None:
+        store.save()
     result.violations.sort()
     result.silenced.sort()
     return result

@@ -121,8 +121,7 @@ def test_a_library_caller_gets_no_process_wide_shortcut_unless_it_asks(monkeypat
         seen.append((gc.isenabled(), validating))
         return real_parse(source)
 
-    monkeypatch.setattr(visit.cst, "parse_module", parse)
-    monkeypatch.setattr("portlint.speed.process.cst.parse_module", parse)
+    monkeypatch.setattr(visit.cst, "parse_module", parse)  # (LibCST's own: every caller sees it)
     select = Settings(select=frozenset({"PORT101"}))
     assert [v.code for v in lint_source("m.py", BUGGY, select, fix_edits=False)] == ["PORT101"]
     assert seen == [(True, True)]

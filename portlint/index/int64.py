@@ -155,7 +155,7 @@ def _needs(project: Project, path: str, names: list[str], where: int | str, dept
             return FINE
         # The project's own code is seen: a function that passes the tensor on to nothing that
         # needs int32, or a class that stores it, takes any width.
-        function = facts.get("functions", {}).get(member)
+        function = project.functions(module_path).get(member)
         if function is None:
             return FINE
         parameter = _parameter(function["parameters"], where)

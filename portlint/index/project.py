@@ -30,8 +30,10 @@ from typing import Any
 from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
 from portlint.index.int64 import refine
+from portlint.index.kernels import functions_in
 from portlint.platform import module_platform_from
 from portlint.settings import Settings
+from portlint.speed.cut import parse_ast
 
 MAX_REEXPORTS = 8
 CUDA_API_PREFIX = "PORT4"  # the CUDA-only API rules: a check is a query of that API  # how many `from .impl import f` hops a name is followed through
@@ -87,6 +89,7 @@ class Project:
         are ``packages``."""
         self.settings = settings
         self.packages = packages
+        self.read_later: set[str] = set()  # paths whose facts the joins completed
         self.facts = facts
         folders: dict[str, str] = {}
         self.module_of = {path: module_name(path, folders) for path in facts}
@@ -285,6 +288,22 @@ class Project:
         :meth:`silence_all`, then the int64 findings judged by their consumers
         (:mod:`portlint.index.int64`)."""
         return refine(self, self.silence_all(violations, silenced))
+
+    def functions(self, path: str) -> dict[str, Any]:
+        """What the functions of ``path`` do with their parameters
+        (:func:`~portlint.index.kernels.functions_in`): read the first time the int64 rules ask,
+        as only the few modules that new tensors are given to are, then kept with the facts."""
+        from portlint.engine import SourceError, read_source  # (the engine imports this module)
+
+        facts = self.facts[path]
+        if "functions" not in facts:
+            try:
+                tree = parse_ast(read_source(path))
+            except SourceError:
+                tree = None
+            facts["functions"] = functions_in(tree) if tree is not None else {}
+            self.read_later.add(path)
+        return facts["functions"]
 
     def update(self, path: str, facts: dict[str, Any]) -> None:
         """``path``'s facts as its text is now (a round of fixes moved its lines); the verdicts

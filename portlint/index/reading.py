@@ -20,10 +20,10 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from typing import Any
+from typing import Any, ClassVar
 
 from portlint.facts import CUDA_DEVICE_TYPES, EXIT_CALLS
-from portlint.index.kernels import functions_in, kernels_in
+from portlint.index.kernels import kernels_in
 from portlint.platform import (
     is_predicate,
     names_cuda,
@@ -180,7 +180,32 @@ def _marked_for_cuda(decorators: list[ast.expr]) -> bool:
 
 class _Reader(ast.NodeVisitor):
     """One walk of a module, carrying whether the code reached runs only on CUDA, and in which
-    function or class (a qualified name: ``f``, ``C``, ``C.m``) it is."""
+    function or class (a qualified name: ``f``, ``C``, ``C.m``) it is.
+
+    It visits every node of every module of the project, so its walk is ``ast.NodeVisitor``'s
+    made cheaper: the method of each node type looked up once, and expression contexts
+    (``Load``, ``Store``) and constants not visited."""
+
+    _methods: ClassVar[dict[type, str]] = {}
+
+    def visit(self, node: ast.AST) -> None:
+        kind = type(node)
+        name = self._methods.get(kind)
+        if name is None:
+            name = self._methods[kind] = f"visit_{kind.__name__}"
+            if not hasattr(self, name):
+                self._methods[kind] = name = "generic_visit"
+        getattr(self, name)(node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST) and not isinstance(item, LEAVES):
+                        self.visit(item)
+            elif isinstance(value, ast.AST) and not isinstance(value, LEAVES):
+                self.visit(value)
 
     def __init__(self) -> None:
         # What confines the code the walk is in to CUDA: a test's span, True for a name or a
@@ -413,6 +438,10 @@ def stream_helpers(tree: ast.Module) -> list[str]:
     return found
 
 
+# Nodes with nothing the reader records below them.
+LEAVES = (ast.expr_context, ast.Constant, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)
+
+
 def _fetches_stream(node: ast.AST) -> bool:
     return (
         isinstance(node, ast.Return)
@@ -446,5 +475,4 @@ def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
         "cuda_refs": reader.cuda_refs,
         "kernels": kernels_in(tree),
         "stream_helpers": stream_helpers(tree) if reader.returns_stream else [],
-        "functions": functions_in(tree),
     }

@@ -53,6 +53,13 @@ class IndexStore:
         self.entries[os.path.abspath(path)] = [stamp, data_digest, facts]
         self.changed = True
 
+    def update(self, path: str, facts: dict[str, Any]) -> None:
+        """``path``'s facts, completed after they were stored (for the same content)."""
+        entry = self.entries.get(os.path.abspath(path))
+        if isinstance(entry, list) and len(entry) == 3:
+            entry[2] = facts
+            self.changed = True
+
     def save(self) -> None:
         """Write the table atomically; a table that cannot be written is no error."""
         if self.changed:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-import libcst as cst
-from libcst._nodes.base import CSTNode  # private: LibCST's node base class (libcst >=1.8,<1.10)
-
-_VALIDATE = CSTNode.__post_init__
+if TYPE_CHECKING:  # (LibCST is imported where a file is parsed, not with this module)
+    import libcst as cst
 
 
-def _no_validation(self: CSTNode) -> None:
+def _no_validation(self: object) -> None:
     pass
 
 
@@ -29,11 +28,15 @@ def parse_unvalidated(source: str) -> cst.Module:
     text that Python's own parser accepts passes by construction; on vLLM they are 13% of the
     parse. They are off only while this parse runs, and on again after it, however it ends.
     """
+    import libcst as cst
+    from libcst._nodes.base import CSTNode  # private: LibCST's node base (libcst >=1.8,<1.10)
+
+    validate = CSTNode.__post_init__
     CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
     try:
         return cst.parse_module(source)
     finally:
-        CSTNode.__post_init__ = _VALIDATE  # type: ignore[method-assign]
+        CSTNode.__post_init__ = validate  # type: ignore[method-assign]
 
 
 @contextmanager
