@@ -140,11 +140,13 @@ def lint_groups(
     speedups: bool = False,
     show_silenced: bool = False,
     project: bool = False,
+    reuse_run: bool = False,
 ) -> RunResult:
     """Lint each group of files with its settings (see :func:`portlint.engine.lint_files`);
     ``cache_for(settings)``: the cache of a group, or None. Caches are saved here.
     ``progress(done, total)`` counts on across the groups. ``project``: each group is one
-    project for the project index (the files that share a configuration)."""
+    project for the project index (the files that share a configuration). ``reuse_run``: see
+    :func:`~portlint.engine.lint_files`."""
     total = RunResult()
     for settings_, files in groups.items():
         cache = cache_for(settings_)
@@ -152,7 +154,7 @@ def lint_groups(
         context = project_files(settings_) if project else None
         result = lint_files(
             files, settings_, jobs, counted, fix_edits, cache, speedups=speedups,
-            show_silenced=show_silenced, project=project, context=context,
+            show_silenced=show_silenced, project=project, context=context, reuse_run=reuse_run,
         )  # fmt: skip
         if cache is not None:
             cache.save()

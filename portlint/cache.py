@@ -89,6 +89,22 @@ class Cache:
             if isinstance(loaded, dict):
                 self.entries = loaded
 
+    def run_lookup(self, key: str) -> list[Violation] | None:
+        """The findings of the last whole run, if ``key`` (its files and their stamps) is that
+        run's: a run where nothing changed is answered without joining the project again."""
+        with contextlib.suppress(OSError, ValueError, TypeError, KeyError, IndexError):
+            record = json.loads(self._run_file().read_text(encoding="utf-8"))
+            if record["key"] == key:
+                return [_load(path, row) for path, row in record["violations"]]
+        return None
+
+    def run_store(self, key: str, violations: list[Violation]) -> None:
+        record = {"key": key, "violations": [[v.path, _dump(v)] for v in violations]}
+        save_table(self.folder, self._run_file(), record)
+
+    def _run_file(self) -> Path:
+        return self.folder / f"{self.file.stem}-run.json"
+
     def for_settings(self, settings: Settings) -> Cache:
         """The table of the same folder for other settings (what the project index adds)."""
         return Cache(self.folder.parent, settings, self.fix_edits, folder=self.folder)

@@ -393,6 +393,7 @@ def _check(options: CheckOptions, report: Report) -> int:
             groups, options.jobs, progress, fix_edits,
             lambda settings: _cache(options, configurations, settings, fix_edits),
             speedups=True, show_silenced=options.show_silenced, project=True,
+            reuse_run=not (options.fixing or options.diff),  # (fixes need the project index)
         )  # fmt: skip
     finally:
         progress.close()

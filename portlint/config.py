@@ -180,10 +180,14 @@ class Configurations:
         """The configuration file that applies to ``path`` (a file or a folder)."""
         if self.config_file is not None:
             return self.config_file
-        absolute = (self.cwd / path).resolve()
-        folder = absolute if absolute.is_dir() else absolute.parent
+        given = self.cwd / path
+        # A source file's is its folder's (found once per folder: a run asks for every file).
+        folder = given.parent if given.suffix in (".py", ".pyi") else given
         if folder not in self._by_folder:
-            self._by_folder[folder] = find_pyproject(folder)
+            absolute = folder.resolve()
+            if not absolute.is_dir():
+                absolute = absolute.parent
+            self._by_folder[folder] = find_pyproject(absolute)
         return self._by_folder[folder]
 
     def settings_for(self, path: Path) -> Settings:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import io
+import json
 import os
 import stat
 import tokenize
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from portlint.atomic import write_atomically
-from portlint.cache import Cache, digest
+from portlint.cache import Cache, digest, file_stamp
 from portlint.findings import SAFE, Fix, Silenced, Violation, apply_edits, overlaps
 from portlint.index.int64 import INT64_CODES
 from portlint.index.project import Project, module_name
@@ -291,6 +292,7 @@ def lint_files(
     show_silenced: bool = False,
     project: bool = False,
     context: list[Path] | None = None,
+    reuse_run: bool = False,
 ) -> RunResult:
     """Lint ``files``; ``progress(done, total)`` is called as parsed files complete.
 
@@ -302,14 +304,23 @@ def lint_files(
     what it says of each finding; its facts are kept beside the cache, where there is one. The
     cache holds each file's own findings, before the index speaks. ``context``: more files of the
     project, read for its index only, never reported (a run on the files a commit changed still
-    sees the callers and kernels of the rest of the tree).
+    sees the callers and kernels of the rest of the tree). ``reuse_run``: where the cache holds a
+    run of these very files, none changed since, its findings are the answer (the run's project
+    index is then not built: not for a caller that fixes).
     """
     result = RunResult(files_checked=len(files))
     digests: dict[str, str] = {}
     linted = {str(file) for file in files}
-    named = {os.path.realpath(file) for file in files}
-    others = [f for f in context or [] if os.path.realpath(f) not in named] if project else []
+    others: list[Path] = []
+    if project and context:
+        named = {os.path.realpath(file) for file in files}
+        others = [f for f in context if os.path.realpath(f) not in named]
     packages = _top_packages([*files, *others]) if project else None
+    run_key = _run_key([*files, *others]) if reuse_run and cache and not show_silenced else None
+    if run_key is not None and cache is not None:
+        found = cache.run_lookup(run_key)
+        if found is not None:
+            return RunResult(sorted(found), files_checked=len(files))
     store = IndexStore(cache.folder, packages) if cache and packages is not None else None
     facts: dict[str, dict] = {}
     read: dict[str, tuple[bytes, str]] = {}  # files read before the run (their bytes, their text)
@@ -383,6 +394,8 @@ def lint_files(
                 store.update(path, facts[path])
     if store is not None:
         store.save()
+    if run_key is not None and given is not None and not result.internal_errors:
+        given.run_store(run_key, result.violations)
     result.violations.sort()
     result.silenced.sort()
     return result
@@ -412,6 +425,16 @@ def _read_for_index(
             runner.submit(Job(path, source, settings, False, [], True, False, packages))
             return
     facts[path] = known
+
+
+def _run_key(files: list[Path]) -> str | None:
+    """What a whole run's findings depend on besides the settings (the cache table's): every
+    file and its stamp (None: a file cannot be looked at)."""
+    try:
+        stamps = [[str(file), file_stamp(os.stat(file))] for file in files]
+    except OSError:
+        return None
+    return digest(json.dumps(stamps).encode())
 
 
 def _read(path: str) -> tuple[bytes, str]:

@@ -416,12 +416,22 @@ def test_cache_dir_holds_the_cache(project, monkeypatch):
     result = run_cli("check", "src", "--cache-dir", "elsewhere/cache", cwd=project)
     assert result.returncode == 1
     assert not (project / ".portlint_cache").exists()
-    # the findings' table, and the project index's
-    tables = lambda folder: sorted(p.name.startswith("index-") for p in folder.glob("*.json"))  # noqa: E731
-    assert tables(project / "elsewhere" / "cache") == [False, True]
+
+    # the findings' table, the last run's findings, and the project index's facts
+    def tables(folder: Path) -> list[str]:
+        return sorted(
+            "index"
+            if p.name.startswith("index-")
+            else "run"
+            if p.stem.endswith("-run")
+            else "table"
+            for p in folder.glob("*.json")
+        )
+
+    assert tables(project / "elsewhere" / "cache") == ["index", "run", "table"]
     monkeypatch.setenv("PORTLINT_CACHE_DIR", str(project / "from-env"))
     run_cli("check", "src", cwd=project)
-    assert tables(project / "from-env") == [False, True]
+    assert tables(project / "from-env") == ["index", "run", "table"]
 
 
 def test_ignore_noqa_reports_suppressed_findings(tmp_path):

@@ -381,3 +381,16 @@ def test_a_patch_that_its_function_undoes_is_no_rebinding(tmp_path):
     assert [line.split(" ")[:2] for line in _findings(tmp_path, "--no-cache")] == [
         ["pkg/uses.py:5:12:", "PORT402"]
     ]
+
+
+def test_a_run_where_nothing_changed_is_the_last_runs_answer(tmp_path):
+    _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": UNGUARDED_CALL})
+    first = _findings(tmp_path)
+    (run,) = (tmp_path / ".portlint_cache").glob("*-run.json")
+    assert [row[0] for row in json.loads(run.read_text())["violations"]] == ["pkg/steps.py"]
+    assert _findings(tmp_path) == first  # (from the run's record)
+    # --fix needs the project index, so it never takes the shortcut: the guarded caller counts.
+    (tmp_path / "pkg" / "main.py").write_text(GUARDED_CALL)
+    run_cli("check", "pkg", "--fix", "--unsafe-fixes", cwd=tmp_path)
+    assert (tmp_path / "pkg" / "steps.py").read_text() == SYNC
+    assert _findings(tmp_path) == []
