@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import stat
 import tokenize
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from portlint.atomic import write_atomically
 from portlint.cache import Cache, digest
@@ -25,7 +26,7 @@ from portlint.settings import Settings
 from portlint.speed.gate import codes_with_triggers_in
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 # Below this many files to parse, a process pool costs more to start than it saves.
 MIN_FILES_PER_WORKER = 8
@@ -274,15 +275,25 @@ def lint_files(
 class _Runner:
     """Runs lint jobs: in this process for a few files, else in a pool of processes started as
     soon as there are enough jobs to pay for it, which works while the rest of the files are
-    still read and gated here."""
+    still read and gated here.
+
+    A worker that dies (a segfault in a native parser, the kernel's out-of-memory killer) breaks
+    the whole pool: each worker marks the job it is running (:data:`_slots`), so the jobs that
+    were running then are run again each in a process of its own, which tells the one that kills
+    its process (reported as that file's internal error) from the ones that died with it; the
+    other unfinished jobs go to a new pool."""
 
     def __init__(self, jobs: int, candidates: int) -> None:
         # No more processes than the files could keep busy (at most ``candidates`` get parsed).
         self.workers = min(jobs, candidates // MIN_FILES_PER_WORKER)
-        self.submitted = 0
-        self.waiting: list[Job] = []  # not yet handed to a pool
-        self.futures: list = []
+        self.jobs: list[Job] = []  # every job submitted, by its number
+        self.futures: dict[Future, int] = {}  # a job's number, by its future in the pool
         self.pool: ProcessPoolExecutor | None = None
+        self.slots: Any = None  # what each worker of the pool is running (see _mark)
+
+    @property
+    def submitted(self) -> int:
+        return len(self.jobs)
 
     def __enter__(self) -> _Runner:
         return self
@@ -292,33 +303,106 @@ class _Runner:
             self.pool.shutdown(cancel_futures=True)
 
     def submit(self, job: Job) -> None:
-        self.submitted += 1
+        self.jobs.append(job)
         if self.pool is not None:
-            self.futures.append(self.pool.submit(_lint_job, job))
-            return
-        self.waiting.append(job)
-        if self.workers > 1 and len(self.waiting) >= 2 * MIN_FILES_PER_WORKER:
+            self._send(len(self.jobs) - 1)
+        elif self.workers > 1 and len(self.jobs) >= 2 * MIN_FILES_PER_WORKER:
             import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
 
             if multiprocessing.get_start_method() == "fork":
                 # Workers forked from this process: LibCST and the rules imported once, here,
                 # not once in each worker.
                 import portlint.visit  # noqa: F401
 
-            self.pool = ProcessPoolExecutor(max_workers=self.workers)
-            self.futures = [self.pool.submit(_lint_job, waiting) for waiting in self.waiting]
-            self.waiting = []
+            self._start_pool(range(len(self.jobs)))
+
+    def _start_pool(self, numbers: Iterable[int]) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.slots = multiprocessing.Array("i", [-1] * self.workers, lock=False)
+        taken = multiprocessing.Value("i", 0)
+        self.pool = ProcessPoolExecutor(self.workers, None, _take_slot, (self.slots, taken))
+        self.futures = {}
+        for number in numbers:
+            self._send(number)
+
+    def _send(self, number: int) -> None:
+        assert self.pool is not None
+        self.futures[self.pool.submit(_marked_job, number, self.jobs[number])] = number
 
     def results(self, progress: Callable[[int, int], None] | None) -> Iterator[Outcome]:
         """Each job's result, as jobs complete (call once every job is submitted)."""
         if self.pool is None:
-            outcomes = (_lint_job(job) for job in self.waiting)
+            outcomes: Iterator[Outcome] = (_lint_job(job) for job in self.jobs)
         else:
-            from concurrent.futures import as_completed
-
-            outcomes = (future.result() for future in as_completed(self.futures))
+            outcomes = self._pooled()
         for done, outcome in enumerate(outcomes, 1):
             yield outcome
             if progress:
                 progress(done, self.submitted)
+
+    def _pooled(self) -> Iterator[Outcome]:
+        from concurrent.futures import as_completed
+        from concurrent.futures.process import BrokenProcessPool
+
+        while self.futures:
+            unfinished = []
+            for future in as_completed(self.futures):
+                try:
+                    yield future.result()
+                except BrokenProcessPool:
+                    unfinished.append(self.futures[future])
+            if not unfinished:
+                return
+            assert self.pool is not None
+            self.pool.shutdown()
+            running = set(self.slots).intersection(unfinished) or set(unfinished)
+            for number in sorted(running):
+                yield _lint_alone(self.jobs[number])
+            self._start_pool(number for number in unfinished if number not in running)
+
+
+# In a worker of a pool: the shared array of what each worker runs, and this worker's place in it.
+_slots: Any = None
+_slot = -1
+
+
+def _take_slot(slots: Any, taken: Any) -> None:
+    global _slots, _slot
+    with taken.get_lock():
+        _slots, _slot = slots, taken.value
+        taken.value += 1
+
+
+def _marked_job(number: int, job: Job) -> Outcome:
+    _slots[_slot] = number
+    outcome = _lint_job(job)
+    _slots[_slot] = -1
+    return outcome
+
+
+def _lint_alone(job: Job) -> Outcome:
+    """``job`` run in a process of its own: its outcome, or the internal error of a process that
+    died running it."""
+    import multiprocessing
+
+    receiving, sending = multiprocessing.Pipe(duplex=False)
+    process = multiprocessing.Process(target=_send_outcome, args=(job, sending))
+    process.start()
+    sending.close()
+    try:
+        outcome = receiving.recv()
+    except EOFError:
+        outcome = None
+    process.join()
+    if outcome is not None:
+        return outcome
+    code = process.exitcode or 0
+    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+    message = f"{job.path}: internal error: the process analysing it died ({how})"
+    return Outcome(job.path, [], [], message)
+
+
+def _send_outcome(job: Job, sending: Any) -> None:
+    sending.send(_lint_job(job))

@@ -16,6 +16,7 @@ from portlint.analysis.guards import GuardAnalysis, Silence
 from portlint.analysis.positions import PositionProvider
 from portlint.analysis.silencing import silence
 from portlint.analysis.walk import Walk
+from portlint.bounds import TOO_LARGE, python_verdict, too_deep
 from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
 from portlint.platform import ModulePlatform, module_platform
@@ -23,7 +24,7 @@ from portlint.registry import all_rules
 from portlint.rule import FileContext, Rule
 from portlint.rules.port001_unused_noqa import UnusedNoqa
 from portlint.settings import Settings
-from portlint.speed.cut import NOTHING, parse_ast, slice_source, source_line
+from portlint.speed.cut import NOTHING, parse_ast, slice_source
 from portlint.speed.gate import shows_evidence
 from portlint.speed.process import parse_unvalidated, without_cycle_collection
 from portlint.suppression import apply_suppressions, marker_lines
@@ -53,7 +54,9 @@ def lint_parsed(
         evidence: shows_evidence(source, evidence) for evidence in {rule.evidence for rule in rules}
     }
     visiting = [rule for rule in rules if rule is not UnusedNoqa and shown[rule.evidence]]
-    tree = parse_ast(source) if visiting else None
+    tree = python_verdict(path, source)
+    if isinstance(tree, Violation):  # Python refuses it, or it is past portlint's bounds
+        return [tree]
     module = None
     if any(rule.guardable for rule in visiting):
         module = module_platform(
@@ -65,7 +68,12 @@ def lint_parsed(
     if visiting:
         with without_cycle_collection() if speedups else nullcontext():
             job = _Job(path, source, tree, settings, fix_edits, speedups, silenced, module)
-            violations = _violations(job, visiting)
+            try:
+                violations = _violations(job, visiting)
+            except RecursionError:
+                return [too_deep(path, source)]
+            except MemoryError:
+                return [Violation(path, 1, 1, None, TOO_LARGE)]
     violations = _waived(violations, source, settings, silenced)
     kept, used = apply_suppressions(violations, source)
     if UnusedNoqa in rules:
@@ -79,7 +87,7 @@ class _Job:
 
     path: str
     source: str
-    tree: ast.Module | None  # Python's parse of it (None: Python refuses it)
+    tree: ast.Module  # Python's parse of it
     settings: Settings
     fix_edits: bool
     speedups: bool
@@ -108,22 +116,30 @@ def _waived(
 
 def _violations(job: _Job, rules: list[type[Rule]]) -> list[Violation]:
     """The findings of ``rules`` in the job's file, parsed whole or cut (see
-    :mod:`portlint.speed.cut`), or the syntax error that stops the parse."""
+    :mod:`portlint.speed.cut`). Python has accepted the file: where LibCST refuses a cut, the
+    whole file is parsed instead; where it refuses the whole file, the diagnostic says that it
+    was not analysed (it is no syntax error)."""
     source, tree = job.source, job.tree
     cut = None
-    if tree and job.settings.partial_parse and not job.fix_edits:
+    if job.settings.partial_parse and not job.fix_edits:
         cut = slice_source(source, tree, [rule.entry() for rule in rules])
         if cut is NOTHING:
             return []
-    parsed = cut.text if cut else source
-    statements = cut.statements if cut else (tree.body if tree else None)
-    lines = cut.lines if cut else None
-    parse = parse_unvalidated if tree and job.speedups else cst.parse_module
+    parse = parse_unvalidated if job.speedups else cst.parse_module
+    if cut is not None:
+        try:
+            module = parse(cut.text)
+        except cst.ParserSyntaxError:
+            pass  # (parsed whole below)
+        else:
+            return _visit(job, _Wrapper(module, cut.text, cut.statements, cut.lines), rules)
     try:
-        module = parse(parsed)
+        module = parse(source)
     except cst.ParserSyntaxError as error:
-        return [_syntax_error(job.path, source, error, lines)]
-    return _visit(job, _Wrapper(module, parsed, statements, lines), rules)
+        reason = error.message.splitlines()[0]
+        message = f"not analysed: Python accepts this file but LibCST cannot parse it ({reason})"
+        return [Violation(job.path, error.editor_line, error.editor_column, None, message)]
+    return _visit(job, _Wrapper(module, source, tree.body, None), rules)
 
 
 class _Wrapper(MetadataWrapper):
@@ -201,25 +217,11 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
 
 
 def parses(source: str) -> bool:
+    """Whether both Python and LibCST accept ``source`` (a fixed file must stay valid)."""
+    if not isinstance(parse_ast(source), ast.Module):
+        return False
     try:
         cst.parse_module(source)
     except cst.ParserSyntaxError:
         return False
     return True
-
-
-def _syntax_error(
-    path: str, source: str, error: cst.ParserSyntaxError, lines: list[int] | None
-) -> Violation:
-    """Python's own account of the error where it has one: it names the cause more plainly.
-    (``lines``: where LibCST parsed a cut, the line of the file each of its lines is.)"""
-    try:
-        ast.parse(source, filename=path)
-    except SyntaxError as python_error:
-        line, col = python_error.lineno or 1, python_error.offset or 1
-        return Violation(path, line, col, None, f"SyntaxError: {python_error.msg}")
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    message = f"SyntaxError: {error.message.splitlines()[0]}"
-    line = source_line(lines, error.editor_line) if lines else error.editor_line
-    return Violation(path, line, error.editor_column, None, message)

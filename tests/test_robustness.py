@@ -1,0 +1,157 @@
+"""Hostile input and faults: every file gets a diagnostic or its findings, never a crash, a hang,
+a disagreement with Python on whether it is valid, or a file lost on disk (issue #22)."""
+
+from __future__ import annotations
+
+import faulthandler
+import multiprocessing
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from portlint import engine
+from portlint.bounds import MAX_DEPTH, TOO_DEEP, TOO_LARGE
+from portlint.catalog import CATALOG
+from portlint.discovery import discover
+from portlint.engine import fix_source, lint_files, lint_source
+from portlint.settings import Settings
+from tests.helpers import BUGGY, run_cli, settings_for, tree
+
+EVERY_RULE = Settings(select=frozenset(CATALOG))
+
+
+def diagnostics(source: str, fix_edits: bool = False) -> list[tuple[int, str]]:
+    found = lint_source("m.py", source, EVERY_RULE, fix_edits=fix_edits)
+    return [(v.line, v.message) for v in found if v.code is None]
+
+
+# Code nested past what LibCST and the rules can recurse through, in every shape that nests.
+DEEP = {
+    "attribute chain": "y = x" + ".a" * 50_000,
+    "call chain": "y = f" + "()" * 5_000,
+    "subscripts": "y = x" + "[0]" * 400,
+    "sum": "y = " + "+".join(["a"] * 50_000),
+    "sum next to the finding": "y = torch.device('cuda') + " + "+".join(["a"] * 300),
+    "boolean chain": "y = " + " and ".join(["a"] * 5_000),
+    "power": "y = " + "**".join(["a"] * 300),
+    "negations": "y = " + "-" * 300 + "a",
+    "conditional chain": "y = " + "a if b else " * 300 + "c",
+    "lambdas": "y = " + "lambda: " * 150 + "0",
+    "lists": "y = " + "[" * 150 + "]" * 150,
+    "tuples": "y = " + "(a, " * 150 + ")" * 150,
+}
+
+
+@pytest.mark.parametrize("shape", DEEP)
+def test_deep_code_gets_one_diagnostic_at_its_line(shape):
+    source = BUGGY + DEEP[shape] + "\n"
+    for fix_edits in (False, True):
+        (found,) = diagnostics(source, fix_edits)
+        assert found[0] == 3
+        assert found[1].startswith(TOO_DEEP)
+
+
+def test_a_nest_pythons_tree_does_not_show_gets_the_diagnostic_where_it_is_parsed():
+    """LibCST nests each part of ``"a" "b" "c"``; Python's tree holds one string: where the
+    analysis runs out of recursion, the file gets the diagnostic, at its longest line."""
+    source = BUGGY + "y = " + '"a" ' * 400 + "\n"
+    assert diagnostics(source, fix_edits=True) == [(3, TOO_DEEP)]
+
+
+def test_code_as_deep_as_real_code_gets_nests_is_analysed():
+    """The deepest of 14,000 real files nests 53 levels; the bound leaves room above that."""
+    source = BUGGY + "y = " + "[" * (MAX_DEPTH // 2 - 2) + "]" * (MAX_DEPTH // 2 - 2) + "\n"
+    found = lint_source("m.py", source, EVERY_RULE, fix_edits=True)
+    assert [(v.code, v.line) for v in found] == [("PORT101", 2)]
+
+
+def test_nesting_python_refuses_gets_pythons_syntax_error():
+    source = BUGGY + "y = " + "[" * 5_000 + "]" * 5_000 + "\n"
+    assert diagnostics(source) == [(3, "SyntaxError: too many nested parentheses")]
+
+
+def test_a_huge_line_or_tree_gets_one_diagnostic():
+    ten_megabytes = BUGGY + "y = [" + "1, " * 3_400_000 + "]  # cuda\n"
+    (found,) = diagnostics(ten_megabytes)
+    assert found == (1, f"{TOO_LARGE} ({len(ten_megabytes):,} characters)")
+    many_nodes = BUGGY + "y = [\n" + "1,\n" * 300_000 + "]\n"
+    ((line, message),) = diagnostics(many_nodes)
+    assert line == 1 and message.startswith(TOO_LARGE)
+    assert message.endswith(" syntax nodes)")
+
+
+def test_a_long_table_is_fixed_without_a_quadratic_diff():
+    """A fix's edits are the lines that differ: a 30,000-line table around them costs no more
+    than reading it (the diff of two files that share most lines took minutes)."""
+    source = BUGGY + "y = [\n" + "1,\n" * 30_000 + "]\n"
+    result = fix_source("m.py", source, EVERY_RULE, unsafe=True)
+    assert result.applied["PORT101"] == 1
+    assert result.source.splitlines()[1] != BUGGY.splitlines()[1]
+    assert result.source.splitlines()[2:] == source.splitlines()[2:]
+
+
+def _segfault_on_a(real):
+    def crashing(path, source, settings, **options):
+        if Path(path).name == "a.py":
+            faulthandler.disable()  # (pytest's would print the worker's stack)
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(path, source, settings, **options)
+
+    return crashing
+
+
+@pytest.mark.skipif(
+    multiprocessing.get_start_method() != "fork", reason="the crash is planted in forked workers"
+)
+def test_a_worker_killed_by_a_signal_is_that_files_error_and_the_run_goes_on(tmp_path, monkeypatch):
+    tree(tmp_path, {"a.py": BUGGY, **{f"m{i}.py": BUGGY for i in range(40)}})
+    monkeypatch.setattr(engine, "lint_source", _segfault_on_a(engine.lint_source))
+    settings = settings_for(tmp_path)
+    files, _ = discover([tmp_path], settings)
+    result = lint_files(files, settings, jobs=2)
+    assert sorted(Path(v.path).name for v in result.violations) == sorted(
+        f"m{i}.py" for i in range(40)
+    )
+    assert result.internal_errors == [
+        f"{tmp_path / 'a.py'}: internal error: the process analysing it died (signal SIGSEGV)"
+    ]
+
+
+def test_a_file_past_the_bounds_is_a_diagnostic_among_every_other_files_findings(tmp_path):
+    """The command line, in a real process with a pool, on 41 files of which one nests past
+    Python's own bound (a 50,000-deep attribute chain, once a segfault of the whole run)."""
+    tree(tmp_path, {"deep.py": BUGGY + DEEP["attribute chain"] + "\n"})
+    tree(tmp_path, {f"m{i:02}.py": BUGGY for i in range(40)})
+    result = run_cli("check", ".", "-j", "2", "--no-cache", cwd=tmp_path, subprocess_=True)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"deep.py:3:1: {TOO_DEEP}"
+    assert [line.split(" ")[:2] for line in lines[1:41]] == [
+        [f"m{i:02}.py:2:5:", "PORT101"] for i in range(40)
+    ]
+
+
+def test_where_libcst_refuses_a_cut_python_accepted_the_whole_file_is_parsed(monkeypatch):
+    from portlint import visit
+    from portlint.speed.cut import Slice
+
+    refused = Slice("y = (\n", [], [1])
+    monkeypatch.setattr(visit, "slice_source", lambda *args: refused)
+    source = "import torch\n\n\ndef f():\n    return torch.device('cuda')\n"
+    assert [(v.code, v.line) for v in lint_source("m.py", source, EVERY_RULE)] == [("PORT101", 5)]
+
+
+def test_where_libcst_refuses_what_python_accepts_the_file_is_not_analysed_and_no_syntax_error(
+    monkeypatch,
+):
+    import libcst as cst
+
+    def refuse(source):
+        raise cst.ParserSyntaxError("tokenizer error", lines=["x\n"] * 3, raw_line=2, raw_column=4)
+
+    monkeypatch.setattr(cst, "parse_module", refuse)
+    assert diagnostics(BUGGY) == [
+        (2, "not analysed: Python accepts this file but LibCST cannot parse it (tokenizer error)")
+    ]
