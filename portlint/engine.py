@@ -7,8 +7,8 @@ The API returns results and never prints; the CLI does the printing.
 
 from __future__ import annotations
 
-import io
 import os
+import re
 import signal
 import stat
 import tokenize
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 # Below this many files to parse, a process pool costs more to start than it saves.
 MIN_FILES_PER_WORKER = 8
+# A line of a file's bytes, ended as Python ends one (see portlint.findings.LINE).
+LINE_BYTES = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 # Fixes that overlap are applied over several rounds, each re-linting the result (as ruff does).
 MAX_FIX_ROUNDS = 10
 
@@ -58,12 +60,27 @@ def read_source(path: str) -> str:
 
 
 def read_bytes(path: str) -> bytes:
+    """The bytes of ``path``, which must be a regular file (a FIFO is never waited on)."""
     try:
-        return Path(path).read_bytes()
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(descriptor, "rb") as stream:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise SourceError(Violation(path, 1, 1, None, "IOError: not a regular file"))
+            return stream.read()
     except OSError as error:
         raise SourceError(
             Violation(path, 1, 1, None, f"IOError: {error.strerror or error}")
         ) from None
+
+
+def source_encoding(data: bytes) -> str:
+    """The encoding of a Python file's bytes, as Python finds it: in a coding declaration on one
+    of its first two lines, where a line ends at a carriage return too (``tokenize`` reads a file
+    whose lines end in lone carriage returns as one line, and so finds declarations that Python
+    does not see, or a cookie in a comment further down: "unknown encoding: str")."""
+    lines = iter(LINE_BYTES.findall(data))
+    encoding, _ = tokenize.detect_encoding(lambda: next(lines, b""))
+    return encoding
 
 
 def decode_source(path: str, data: bytes) -> str:
@@ -73,8 +90,7 @@ def decode_source(path: str, data: bytes) -> str:
             Violation(path, line, col, None, "SyntaxError: source contains a null byte")
         )
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)
+        return data.decode(source_encoding(data))
     except SyntaxError as error:  # an unknown or conflicting coding declaration
         raise SourceError(Violation(path, 1, 1, None, f"SyntaxError: {error.msg}")) from None
     except UnicodeDecodeError as error:
@@ -86,18 +102,29 @@ def decode_source(path: str, data: bytes) -> str:
 
 
 def write_source(path: str, text: str) -> None:
-    """Replace ``path``'s text atomically, keeping its encoding (and BOM) and its permissions.
+    """Replace ``path``'s text atomically, keeping its encoding (and BOM), its permissions and
+    its owner.
 
     The new text goes to a temporary file in the same folder, which is then renamed over the file
-    (the target of a symbolic link, not the link). A read-only file is refused, not overwritten.
+    (the target of a symbolic link, not the link; see :func:`fix_source` for a link that leads out
+    of the project). Refused, with the file left as it is: a read-only file; a file with other
+    hard links (a rename would split them, and writing in place could leave it half written);
+    a file of another user (unless run as root, which gives the new file the old one's owner).
     """
     target = os.path.realpath(path)
     data = Path(target).read_bytes()
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)  # "utf-8-sig" keeps a BOM
-    mode = os.stat(target).st_mode
-    if not mode & stat.S_IWUSR:
+    info = os.stat(target)
+    if not info.st_mode & stat.S_IWUSR:
         raise PermissionError(f"{path}: file is read-only; not fixed")
-    write_atomically(target, text.encode(encoding), mode)
+    if info.st_nlink > 1:
+        raise PermissionError(f"{path}: file has {info.st_nlink} hard links; not fixed")
+    owner = None
+    if hasattr(os, "geteuid") and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+        if os.geteuid() not in (0, info.st_uid):
+            raise PermissionError(f"{path}: file is owned by another user; not fixed")
+        owner = (info.st_uid, info.st_gid)
+    # ("utf-8-sig" keeps a BOM.)
+    write_atomically(target, text.encode(source_encoding(data)), info.st_mode, owner)
 
 
 def _line_col(data: bytes, offset: int) -> tuple[int, int]:
@@ -153,6 +180,11 @@ def fix_source(path: str, source: str, settings: Settings, unsafe: bool = False)
     from portlint.visit import parses
 
     result = FixResult(source)
+    outside = _link_out_of(path, settings.root)
+    if outside is not None:
+        result.violations = lint_source(path, source, settings)
+        result.dropped.append(f"{path}: a symbolic link to {outside}, which is outside the project")
+        return result
     for _ in range(MAX_FIX_ROUNDS):
         result.violations = lint_source(path, result.source, settings)
         chosen: list[tuple[Violation, Fix]] = []
@@ -178,6 +210,16 @@ def fix_source(path: str, source: str, settings: Settings, unsafe: bool = False)
     else:
         result.violations = lint_source(path, result.source, settings)
     return result
+
+
+def _link_out_of(path: str, root: str) -> str | None:
+    """Where a symbolic link ``path`` leads, if that is outside the folder ``root``: a fix is
+    never written there (a link into the project is followed: its target is fixed)."""
+    if not os.path.islink(path):
+        return None
+    target = os.path.realpath(path)
+    inside = os.path.commonpath([target, os.path.realpath(root)]) == os.path.realpath(root)
+    return None if inside else target
 
 
 class Job(NamedTuple):

@@ -155,3 +155,109 @@ def test_where_libcst_refuses_what_python_accepts_the_file_is_not_analysed_and_n
     assert diagnostics(BUGGY) == [
         (2, "not analysed: Python accepts this file but LibCST cannot parse it (tokenizer error)")
     ]
+
+
+def test_what_is_not_a_readable_file_gets_a_diagnostic_and_no_hang(tmp_path, monkeypatch):
+    """A FIFO (which a plain read would wait on forever), a symbolic link loop, a file that
+    cannot be read; a folder named like a module is a folder: walked."""
+    tree(tmp_path, {"good.py": BUGGY, "x.py/inner.py": BUGGY, "secret.py": BUGGY})
+    os.mkfifo(tmp_path / "y.py")
+    (tmp_path / "loop_a.py").symlink_to(tmp_path / "loop_b.py")
+    (tmp_path / "loop_b.py").symlink_to(tmp_path / "loop_a.py")
+    real_open = os.open
+
+    def refusing(path, *args, **kwargs):  # (a chmod 000 does not stop root)
+        if str(path).endswith("secret.py"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refusing)
+    result = run_cli("check", ".", "y.py", "--no-cache", cwd=tmp_path)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert [line for line in lines if "IOError" in line] == [
+        "loop_a.py:1:1: IOError: Too many levels of symbolic links",
+        "loop_b.py:1:1: IOError: Too many levels of symbolic links",
+        "secret.py:1:1: IOError: Permission denied",
+        "y.py:1:1: IOError: not a regular file",
+    ]
+    assert [line.split(" ")[:2] for line in lines if "PORT101" in line] == [
+        ["good.py:2:5:", "PORT101"],
+        [f"x.py{os.sep}inner.py:2:5:", "PORT101"],
+    ]
+
+
+def test_a_read_only_file_under_fix_is_reported_and_left_as_it_was(tmp_path):
+    tree(tmp_path, {"ro.py": BUGGY, "rw.py": BUGGY})
+    os.chmod(tmp_path / "ro.py", 0o444)
+    result = run_cli("check", ".", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "portlint: error: ro.py: file is read-only; not fixed" in result.stderr.splitlines()
+    assert (tmp_path / "ro.py").read_text() == BUGGY
+    assert (tmp_path / "rw.py").read_text() != BUGGY
+
+
+def test_fix_never_writes_through_a_link_out_of_the_project(tmp_path):
+    project, outside = tmp_path / "project", tmp_path / "elsewhere"
+    tree(project, {"pyproject.toml": "", "own.py": BUGGY})
+    tree(outside, {"theirs.py": BUGGY})
+    (project / "link.py").symlink_to(outside / "theirs.py")
+    result = run_cli("check", ".", "--fix", "--unsafe-fixes", "--no-cache", cwd=project)
+    assert (outside / "theirs.py").read_text() == BUGGY
+    assert (project / "own.py").read_text() != BUGGY
+    assert (
+        f"portlint: warning: fix dropped: link.py: a symbolic link to {outside / 'theirs.py'}, "
+        "which is outside the project"
+    ) in result.stderr.splitlines()
+    assert result.returncode == 1  # (the finding in link.py is still there)
+
+
+def test_fix_keeps_hard_links_by_refusing_and_keeps_the_owner(tmp_path):
+    tree(tmp_path, {"linked.py": BUGGY, "owned.py": BUGGY})
+    os.link(tmp_path / "linked.py", tmp_path / "other_name")
+    if os.geteuid() == 0:
+        os.chown(tmp_path / "owned.py", 65534, 65534)
+    result = run_cli("check", ".", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    assert "portlint: error: linked.py: file has 2 hard links; not fixed" in result.stderr
+    assert (tmp_path / "linked.py").read_text() == BUGGY
+    assert (tmp_path / "other_name").stat().st_ino == (tmp_path / "linked.py").stat().st_ino
+    owned = (tmp_path / "owned.py").stat()
+    assert (tmp_path / "owned.py").read_text() != BUGGY
+    expected = (65534, 65534) if os.geteuid() == 0 else (os.geteuid(), os.getegid())
+    assert (owned.st_uid, owned.st_gid) == expected
+
+
+def test_a_baseline_in_a_missing_folder_or_on_a_full_disk_is_one_line_and_nothing_lost(
+    tmp_path, monkeypatch
+):
+    tree(tmp_path, {"a.py": BUGGY})
+    result = run_cli("check", ".", "--write-baseline", "missing/b.json", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "portlint: error: cannot write baseline missing/b.json: No such file or directory\n"
+    )
+    baseline = tmp_path / "b.json"
+    baseline.write_text("the baseline as it was\n")
+    real_fdopen = os.fdopen
+
+    class FullDisk:
+        def __init__(self, stream):
+            self.stream = stream
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc_info):
+            self.stream.close()
+
+        def write(self, data):
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fdopen", lambda *args: FullDisk(real_fdopen(*args)))
+    result = run_cli("check", ".", "--write-baseline", "b.json", cwd=tmp_path)
+    assert result.returncode == 2
+    assert (
+        result.stderr == "portlint: error: cannot write baseline b.json: No space left on device\n"
+    )
+    assert baseline.read_text() == "the baseline as it was\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".portlint_cache", "a.py", "b.json"]
