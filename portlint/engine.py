@@ -60,13 +60,19 @@ def read_source(path: str) -> str:
 
 
 def read_bytes(path: str) -> bytes:
-    """The bytes of ``path``, which must be a regular file (a FIFO is never waited on)."""
+    return read_file(path)[0]
+
+
+def read_file(path: str) -> tuple[bytes, os.stat_result]:
+    """The bytes of ``path``, which must be a regular file (a FIFO is never waited on), and its
+    status just before they were read."""
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with open(descriptor, "rb") as stream:
-            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode):
                 raise SourceError(Violation(path, 1, 1, None, "IOError: not a regular file"))
-            return stream.read()
+            return stream.read(), info
     except OSError as error:
         raise SourceError(
             Violation(path, 1, 1, None, f"IOError: {error.strerror or error}")
@@ -274,7 +280,7 @@ def lint_files(
     silenced findings too (``result.silenced``; the cache holds none, so pass none).
     """
     result = RunResult(files_checked=len(files))
-    digests: dict[str, str] = {}
+    read: dict[str, tuple[str, os.stat_result]] = {}  # a file's digest and status, as read
     with _Runner(jobs or os.cpu_count() or 1, len(files)) as runner:
         for file in files:
             path = str(file)
@@ -283,14 +289,14 @@ def lint_files(
                 result.violations.extend(cached)
                 continue
             try:
-                data = read_bytes(path)
+                data, info = read_file(path)
                 source = decode_source(path, data)
             except SourceError as error:
                 result.violations.append(error.violation)
                 continue
             if cache:
-                digests[path] = digest(data)
-                cached = cache.lookup_content(path, digests[path])
+                read[path] = digest(data), info
+                cached = cache.lookup_content(path, *read[path])
                 if cached is not None:
                     result.violations.extend(cached)
                     continue
@@ -300,7 +306,7 @@ def lint_files(
                     Job(path, source, settings, fix_edits, codes, speedups, show_silenced)
                 )
             elif cache:
-                cache.store(path, digests[path], [])
+                cache.store(path, read[path][0], [], read[path][1])
         result.files_parsed = runner.submitted
         for outcome in runner.results(progress):
             result.violations.extend(outcome.violations)
@@ -308,7 +314,8 @@ def lint_files(
             if outcome.error:
                 result.internal_errors.append(outcome.error)
             elif cache:
-                cache.store(outcome.path, digests[outcome.path], outcome.violations)
+                data_digest, info = read[outcome.path]
+                cache.store(outcome.path, data_digest, outcome.violations, info)
     result.violations.sort()
     result.silenced.sort()
     return result

@@ -261,3 +261,126 @@ def test_a_baseline_in_a_missing_folder_or_on_a_full_disk_is_one_line_and_nothin
     )
     assert baseline.read_text() == "the baseline as it was\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == [".portlint_cache", "a.py", "b.json"]
+
+
+# The cache: whatever is in it, and whatever happens while it is written, a run finds what a run
+# without it finds.
+
+CACHED_TREE = {
+    "pyproject.toml": "[tool.portlint]\n",
+    **{f"src/m{i:02}.py": BUGGY for i in range(20)},
+    "src/clean.py": "x = 1\n",
+    "src/fixable.py": "import torch\nx = y.cuda()\n",
+}
+
+
+def _json_findings(root: Path, *args: str) -> list[dict]:
+    import json
+
+    result = run_cli("check", "src", "--output-format", "json", *args, cwd=root)
+    assert result.returncode == 1, result.stderr
+    return json.loads(result.stdout)
+
+
+def _tables(root: Path) -> list[Path]:
+    return sorted((root / ".portlint_cache").glob("*.json"))
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [5, None, "x", [], [1, 2, 3], [[1, 2, 3], "digest", 7], [[1, 2, 3], 5, []],
+     [[], "d", [["x"]]], [[], "d", [[1, 1, None, "m", 1, 1, "high", [1, 2]]]],
+     [[], "d", [["one", 1, None, "m", 1, 1, "high", None]]]],
+)  # fmt: skip
+def test_a_malformed_entry_in_a_valid_table_is_ignored(tmp_path, entry):
+    tree(tmp_path, CACHED_TREE)
+    uncached = _json_findings(tmp_path, "--no-cache")
+    _json_findings(tmp_path)
+    (table,) = _tables(tmp_path)
+    import json
+
+    entries = json.loads(table.read_text())
+    for key in entries:
+        entries[key] = entry
+    table.write_text(json.dumps(entries))
+    assert _json_findings(tmp_path) == uncached
+    for key in entries:  # and the content check (a touched file) meets the same entries
+        os.utime(key, ns=(1, 1))
+    table.write_text(json.dumps(entries))
+    assert _json_findings(tmp_path) == uncached == _json_findings(tmp_path)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "not a table", "empty"])
+def test_a_corrupted_table_gives_what_no_cache_gives(tmp_path, damage):
+    tree(tmp_path, CACHED_TREE)
+    uncached = _json_findings(tmp_path, "--no-cache")
+    _json_findings(tmp_path)
+    (table,) = _tables(tmp_path)
+    text = table.read_bytes()
+    table.write_bytes(
+        {"truncated": text[: len(text) // 2], "garbage": os.urandom(300), "not a table": b"[1]",
+         "empty": b""}[damage]
+    )  # fmt: skip
+    assert _json_findings(tmp_path) == uncached == _json_findings(tmp_path)
+
+
+def test_a_file_edited_during_a_run_is_linted_again_by_the_next(tmp_path, monkeypatch):
+    """The file is edited after it was read (while it is being linted): what is cached is the
+    content that was read, with the status it had then, so the next run reads it again."""
+    tree(tmp_path, CACHED_TREE)
+    real = engine.lint_source
+    edited = tmp_path / "src" / "clean.py"
+
+    def edit_while_linting(path, source, settings, **options):
+        if path.endswith("fixable.py"):
+            edited.write_text("x = 1\ny = z.cuda()\n")
+            os.utime(edited, ns=(2_000_000_000, 2_000_000_000))
+        return real(path, source, settings, **options)
+
+    monkeypatch.setattr(engine, "lint_source", edit_while_linting)
+    first = _json_findings(tmp_path, "-j", "1")
+    assert not [f for f in first if f["filename"].endswith("clean.py")]
+    monkeypatch.setattr(engine, "lint_source", real)
+    found = [f["code"] for f in _json_findings(tmp_path) if f["filename"].endswith("clean.py")]
+    assert found == ["PORT102"]
+
+
+def test_a_cache_folder_that_is_a_link_is_never_written_through(tmp_path):
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    tree(project, CACHED_TREE)
+    outside.mkdir()
+    (project / ".portlint_cache").symlink_to(outside, target_is_directory=True)
+    uncached = _json_findings(project, "--no-cache")
+    assert _json_findings(project) == uncached
+    assert list(outside.iterdir()) == []
+    assert run_cli("clean", cwd=project).stdout == "Removed .portlint_cache/\n"
+    assert not os.path.lexists(project / ".portlint_cache") and outside.is_dir()
+
+
+def test_a_dangling_gitignore_link_in_the_cache_is_not_followed(tmp_path):
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    tree(project, CACHED_TREE)
+    outside.mkdir()
+    (project / ".portlint_cache").mkdir()
+    (project / ".portlint_cache" / ".gitignore").symlink_to(outside / "planted")
+    assert _json_findings(project) == _json_findings(project, "--no-cache")
+    assert list(outside.iterdir()) == []
+    assert len(_tables(project)) == 1
+
+
+def test_concurrent_runs_sharing_a_cache_give_what_no_cache_gives(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    tree(tmp_path, CACHED_TREE)
+    uncached = _json_findings(tmp_path, "--no-cache")
+    command = [sys.executable, "-m", "portlint", "check", "src", "--output-format", "json"]
+    for _ in range(2):  # cold, then warm
+        runs = [
+            subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+            for _ in range(4)
+        ]
+        assert [json.loads(run.communicate()[0]) for run in runs] == [uncached] * 4
+    assert _json_findings(tmp_path) == uncached
+    assert [p.name for p in (tmp_path / ".portlint_cache").iterdir() if p.suffix == ".tmp"] == []
