@@ -208,6 +208,8 @@ def _settings(options: CheckOptions) -> tuple[Settings, dict[str, set[int] | Non
     """The run's settings, and the lines changed since ``--since`` (None: no such option)."""
     if options.config_file is not None and not options.config_file.is_file():
         raise UsageError(f"config file not found: {options.config_file}")
+    if options.select is not None and not _codes(options.select):
+        raise UsageError(f"--select {options.select!r} names no code or prefix")
     cwd = Path.cwd()
     config_path = options.config_file or find_pyproject(_common_folder(options.targets, cwd))
     overrides = Overrides(
