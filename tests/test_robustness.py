@@ -448,3 +448,61 @@ def test_an_empty_select_is_an_error_not_an_empty_selection(tmp_path, value):
     result = run_cli("check", "a.py", "--select", value, cwd=tmp_path)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == f"portlint: error: --select {value!r} names no code or prefix\n"
+
+
+@pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="simulates a machine with no CUDA device"
+)
+@pytest.mark.parametrize(
+    "no_cuda",
+    [
+        "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and "
+        "installed a driver from http://www.nvidia.com/Download/index.aspx",
+        "No CUDA GPUs are available",
+        "Torch not compiled with CUDA enabled",
+    ],
+)
+def test_the_seed_harness_accepts_every_way_no_cuda_shows_itself(monkeypatch, no_cuda):
+    """What a CUDA build of torch says at its first CUDA allocation on a machine with no NVIDIA
+    driver (a plain `pip install` on a CPU machine), simulated on any build: the hardcoded-device
+    seed fails with it, which is the bug, and the harness says so; the fixed form passes."""
+    import torch
+
+    from reference_impl import validate
+
+    def no_device():
+        raise (AssertionError if "compiled" in no_cuda else RuntimeError)(no_cuda)
+
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    monkeypatch.setattr(torch.cuda, "_lazy_init", no_device)
+    by_name = {case.name: case for case in validate.cases()}
+    for name in ("warmup-buggy-cpu-worker", "warmup-buggy-meta-worker"):
+        row = validate.observe(by_name[name])
+        assert row.ok, row
+        assert row.observed.startswith("failed: ") and no_cuda in row.observed
+    assert validate.observe(by_name["warmup-fixed-cpu-worker"]).ok
+    unrelated = validate.Case("x", "1", "buggy", validate.NO_CUDA, lambda: 1 / 0)
+    assert validate.observe(unrelated).ok is False
+
+
+def test_portlint_never_imports_or_runs_the_code_it_lints(tmp_path):
+    """Files that would write a marker if imported or run, and a coding declaration naming a
+    codec that a `.pth`-free tree could only provide by running code: nothing is written."""
+    marker = tmp_path / "MARKER"
+    plant = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+    tree(tmp_path, {
+        "conftest.py": plant + BUGGY,
+        "setup.py": plant + "import setuptools\nsetuptools.setup()\n" + BUGGY,
+        "pkg/__init__.py": plant + BUGGY,
+        "pkg/__main__.py": plant + BUGGY,
+        "sitecustomize.py": plant,
+        "usercustomize.py": plant,
+        "evil_codec.py": plant + "import codecs\ncodecs.register(lambda name: None)\n",
+    })  # fmt: skip
+    (tmp_path / "declared.py").write_bytes(b"# -*- coding: evil_codec -*-\n" + BUGGY.encode())
+    for fix in ([], ["--fix", "--unsafe-fixes"]):
+        result = run_cli("check", ".", "--no-cache", *fix, cwd=tmp_path, subprocess_=True)
+        assert "Traceback" not in result.stderr
+        assert "declared.py:1:1: SyntaxError: unknown encoding: evil_codec" in result.stdout
+        assert not marker.exists()
+    assert (tmp_path / "pkg" / "__init__.py").read_text() != plant + BUGGY  # (it was fixed)
