@@ -1,7 +1,8 @@
 """Python's own verdict on a file, and the bounds past which portlint does not analyse it.
 
-A file portlint parses gets exactly CPython's verdict: where ``ast.parse`` (the parser
-``compile()`` uses) refuses it, portlint reports that syntax error at CPython's line and stops.
+A file portlint parses gets exactly CPython's verdict: where ``compile()`` refuses it (its parser,
+or its compiler: ``return`` outside a function), portlint reports that syntax error at CPython's
+line and stops.
 Where CPython accepts it, the work LibCST and the rules would do is bounded first: a file whose
 code nests deeper than :data:`MAX_DEPTH` (LibCST's parse and visits recurse once per level, so a
 50,000-deep attribute chain or sum would end in a RecursionError or a stack overflow), or that
@@ -14,6 +15,7 @@ diffusers and accelerate, the deepest nests 53 levels, the largest holds 48,000 
 from __future__ import annotations
 
 import ast
+import warnings
 
 from portlint.findings import Violation, split_lines
 
@@ -41,7 +43,9 @@ def python_verdict(path: str, source: str) -> ast.Module | Violation:
     if len(source) > MAX_BYTES:
         return Violation(path, 1, 1, None, f"{TOO_LARGE} ({len(source):,} characters)")
     try:
-        tree = ast.parse(source)
+        with warnings.catch_warnings():  # (Python's warnings about the code are not portlint's)
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
     except SyntaxError as error:
         return syntax_error(path, error)
     except RecursionError:  # (Python's own bound on nesting, which compile() also refuses)
@@ -53,6 +57,14 @@ def python_verdict(path: str, source: str) -> ast.Module | Violation:
         return Violation(path, line, 1, None, f"{TOO_DEEP} (nesting {depth}, over {MAX_DEPTH})")
     if nodes > MAX_NODES:
         return Violation(path, 1, 1, None, f"{TOO_LARGE} ({nodes:,} syntax nodes)")
+    try:  # what only the compiler refuses: `return` outside a function, `nonlocal` at the top...
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(tree, path, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return syntax_error(path, error)
+    except RecursionError:
+        return Violation(path, line, 1, None, TOO_DEEP)
     return tree
 
 

@@ -7,6 +7,7 @@ import faulthandler
 import multiprocessing
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -506,3 +507,54 @@ def test_portlint_never_imports_or_runs_the_code_it_lints(tmp_path):
         assert "declared.py:1:1: SyntaxError: unknown encoding: evil_codec" in result.stdout
         assert not marker.exists()
     assert (tmp_path / "pkg" / "__init__.py").read_text() != plant + BUGGY  # (it was fixed)
+
+
+def test_sigkill_in_the_middle_of_fix_on_a_big_tree_leaves_no_file_half_written(tmp_path):
+    """Each file is either as it was or wholly fixed, wherever the kill lands: fixes are written
+    to a temporary file that is renamed over the file."""
+    import subprocess
+    import sys
+
+    padding = "".join(f"value_{i} = {i}\n" for i in range(200))
+    original = BUGGY + padding
+    tree(tmp_path, {f"pkg{i // 100}/m{i:03}.py": original for i in range(600)})
+    fixed = fix_source("m.py", original, EVERY_RULE, unsafe=True).source
+    assert fixed != original
+    command = [sys.executable, "-m", "portlint", "check", ".", "--fix", "--unsafe-fixes"]
+    run = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL)
+    files = sorted(tmp_path.glob("pkg*/m*.py"))
+    while run.poll() is None and all(f.stat().st_size == len(original) for f in files[:50]):
+        time.sleep(0.01)
+    run.send_signal(signal.SIGKILL)
+    assert run.wait() == -signal.SIGKILL  # (it was killed during the fixes, not after)
+    contents = {f.read_text() for f in files}
+    assert fixed in contents and original in contents
+    assert contents == {original, fixed}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_kill_between_writing_and_renaming_leaves_the_file_as_it_was(tmp_path):
+    from portlint.atomic import write_atomically
+
+    target = tmp_path / "m.py"
+    target.write_text(BUGGY)
+    child = os.fork()
+    if child == 0:  # the writer, killed once the new text is on disk but not yet in place
+        os.replace = lambda *args: os.kill(os.getpid(), signal.SIGKILL)
+        write_atomically(str(target), b"the new text\n" * 1000)
+        os._exit(0)
+    _, status = os.waitpid(child, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert target.read_text() == BUGGY
+
+
+def test_what_only_the_compiler_refuses_is_a_syntax_error_too():
+    source = BUGGY + "return d\n"
+    assert _cpython(source.encode()) == (3, "SyntaxError: 'return' outside function")
+    assert diagnostics(source) == [(3, "SyntaxError: 'return' outside function")]
+
+
+def test_pythons_warnings_about_the_code_are_not_printed_nor_errors(recwarn):
+    source = BUGGY + 'x = d is "cuda"\ny = "a" (1)\n'
+    assert diagnostics(source) == []
+    assert [str(w.message) for w in recwarn] == []
