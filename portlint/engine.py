@@ -12,6 +12,7 @@ import re
 import signal
 import stat
 import tokenize
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -97,14 +98,26 @@ def decode_source(path: str, data: bytes) -> str:
         )
     try:
         return data.decode(source_encoding(data))
-    except SyntaxError as error:  # an unknown or conflicting coding declaration
-        raise SourceError(Violation(path, 1, 1, None, f"SyntaxError: {error.msg}")) from None
-    except UnicodeDecodeError as error:
+    except (SyntaxError, UnicodeDecodeError) as error:
+        if _compiles(data):  # bytes that are not UTF-8 in a comment: Python never decodes them
+            return data.decode("utf-8", errors="replace")
+        if isinstance(error, SyntaxError):  # an unknown or conflicting coding declaration
+            raise SourceError(Violation(path, 1, 1, None, f"SyntaxError: {error.msg}")) from None
         line, col = _line_col(data, error.start)
         message = (
             f"SyntaxError: source is not valid {error.encoding} (byte 0x{data[error.start]:02x})"
         )
         raise SourceError(Violation(path, line, col, None, message)) from None
+
+
+def _compiles(data: bytes) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(data, "<source>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def write_source(path: str, text: str) -> None:
@@ -124,13 +137,18 @@ def write_source(path: str, text: str) -> None:
         raise PermissionError(f"{path}: file is read-only; not fixed")
     if info.st_nlink > 1:
         raise PermissionError(f"{path}: file has {info.st_nlink} hard links; not fixed")
+    try:
+        encoding = source_encoding(data)
+        data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError):  # (read with bytes replaced: see decode_source)
+        raise OSError("not valid utf-8; not fixed") from None
     owner = None
     if hasattr(os, "geteuid") and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
         if os.geteuid() not in (0, info.st_uid):
             raise PermissionError(f"{path}: file is owned by another user; not fixed")
         owner = (info.st_uid, info.st_gid)
     # ("utf-8-sig" keeps a BOM.)
-    write_atomically(target, text.encode(source_encoding(data)), info.st_mode, owner)
+    write_atomically(target, text.encode(encoding), info.st_mode, owner)
 
 
 def _line_col(data: bytes, offset: int) -> tuple[int, int]:
