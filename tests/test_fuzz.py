@@ -16,7 +16,8 @@ hypothesmith = pytest.importorskip("hypothesmith")
 
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
-from tests.fuzzing import check, with_triggers  # noqa: E402
+from portlint.engine import decode_source, lint_source  # noqa: E402
+from tests.fuzzing import FIXING, check, cpython_verdict, with_triggers  # noqa: E402
 from tests.helpers import REPO  # noqa: E402
 
 REPRODUCERS = sorted((REPO / "tests" / "fixtures" / "fuzz").glob("*.py.txt"))
@@ -38,10 +39,19 @@ def test_generated_programs_with_triggers_get_cpythons_verdict_and_safe_fixes(pr
     check(with_triggers(program, random.Random(program)).encode("utf-8"))
 
 
-@pytest.mark.parametrize("reproducer", REPRODUCERS, ids=lambda path: path.name)
-def test_each_minimised_reproducer_holds(reproducer):
-    check(reproducer.read_bytes())
+@pytest.mark.parametrize("reproducer", REPRODUCERS, ids=lambda path: path.name[:-7])
+def test_each_minimised_reproducer_gets_cpythons_verdict(reproducer):
+    """Each once gave a false syntax error or missed one (a lone CR in a backslash continuation,
+    a form feed before an indent, tabs after spaces, a CR-only file read as "unknown encoding",
+    ...). Each holds a `torch.device("cuda")`: where the file is valid, it is found."""
+    data = reproducer.read_bytes()
+    outcome = check(data)
+    assert outcome == ("valid" if cpython_verdict(data).valid else "refused")
+    if outcome == "valid":
+        source = decode_source("m.py", data)
+        assert "PORT101" in {v.code for v in lint_source("m.py", source, FIXING)}
 
 
 def test_the_reproducers_are_kept():
-    assert len(REPRODUCERS) >= 10
+    valid = [path for path in REPRODUCERS if cpython_verdict(path.read_bytes()).valid]
+    assert len(valid) >= 10 and len(REPRODUCERS) - len(valid) >= 5
