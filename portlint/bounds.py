@@ -59,14 +59,20 @@ def python_verdict(path: str, source: str) -> ast.Module | Violation:
     if nodes > MAX_NODES:
         return Violation(path, 1, 1, None, f"{TOO_LARGE} ({nodes:,} syntax nodes)")
     try:  # what only the compiler refuses: `return` outside a function, `nonlocal` at the top...
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(tree, path, "exec", dont_inherit=True)
+        compile_quietly(tree, path)
     except SyntaxError as error:
         return syntax_error(path, error)
     except RecursionError:
         return Violation(path, line, 1, None, TOO_DEEP)
     return tree
+
+
+def compile_quietly(code: ast.Module | bytes, path: str) -> None:
+    """``compile()`` without Python's warnings about the code (not portlint's to show, and an
+    error where warnings are made errors)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compile(code, path, "exec", dont_inherit=True)
 
 
 def syntax_error(path: str, error: SyntaxError) -> Violation:

@@ -12,7 +12,6 @@ import re
 import signal
 import stat
 import tokenize
-import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from portlint.atomic import write_atomically
+from portlint.bounds import compile_quietly
 from portlint.cache import Cache, digest
 from portlint.findings import SAFE, Fix, Silenced, Violation, apply_edits, overlaps
 from portlint.registry import BrokenRules
@@ -112,9 +112,7 @@ def decode_source(path: str, data: bytes) -> str:
 
 def _compiles(data: bytes) -> bool:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(data, "<source>", "exec", dont_inherit=True)
+        compile_quietly(data, "<source>")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
