@@ -354,7 +354,7 @@ class _Runner:
         self.jobs: list[Job] = []  # every job submitted, by its number
         self.futures: dict[Future, int] = {}  # a job's number, by its future in the pool
         self.pool: ProcessPoolExecutor | None = None
-        self.slots: Any = None  # what each worker of the pool is running (see _mark)
+        self.slots: Any = None  # the job each worker of the pool runs (see _marked_job)
 
     @property
     def submitted(self) -> int:
