@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         data = program.encode("utf-8")
         outcome, detail = run_one(data, options.hang)
         counts[outcome] += 1
+        if number % 500 == 499:
+            print(f"{number + 1} programs: {dict(counts)}", file=sys.stderr)
         if outcome in FAILURES:
             options.out.mkdir(exist_ok=True)
             (options.out / f"{outcome}-{number}.py.txt").write_bytes(data)
