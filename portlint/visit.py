@@ -6,6 +6,8 @@ Imported by the engine only for files that pass the text gate.
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Callable
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 
@@ -128,18 +130,36 @@ def _violations(job: _Job, rules: list[type[Rule]]) -> list[Violation]:
     parse = parse_unvalidated if job.speedups else cst.parse_module
     if cut is not None:
         try:
-            module = parse(cut.text)
+            module, text = _parsed(parse, cut.text)
         except cst.ParserSyntaxError:
             pass  # (parsed whole below)
         else:
-            return _visit(job, _Wrapper(module, cut.text, cut.statements, cut.lines), rules)
+            return _visit(job, _Wrapper(module, text, cut.statements, cut.lines), rules)
     try:
-        module = parse(source)
+        module, text = _parsed(parse, source)
     except cst.ParserSyntaxError as error:
         reason = error.message.splitlines()[0]
         message = f"not analysed: Python accepts this file but LibCST cannot parse it ({reason})"
         return [Violation(job.path, error.editor_line, error.editor_column, None, message)]
-    return _visit(job, _Wrapper(module, source, tree.body, None), rules)
+    return _visit(job, _Wrapper(module, text, tree.body, None), rules)
+
+
+# What LibCST's tokenizer refuses and Python accepts, at the very end of a file: backslash
+# continuations with nothing after them.
+DANGLING_CONTINUATION = re.compile(r"(?:[ \t\f]*\\(?:\r\n|\r|\n))+[ \t\f]*\Z")
+
+
+def _parsed(parse: Callable[[str], cst.Module], text: str) -> tuple[cst.Module, str]:
+    """``text`` parsed by LibCST, and the text it parsed: ``text``, or, where LibCST refuses a
+    dangling continuation that Python accepts, ``text`` without it (every line before keeps its
+    place, so positions and line edits hold for the file)."""
+    try:
+        return parse(text), text
+    except cst.ParserSyntaxError:
+        trimmed = DANGLING_CONTINUATION.sub("", text)
+        if trimmed == text:
+            raise
+        return parse(trimmed), trimmed
 
 
 class _Wrapper(MetadataWrapper):
@@ -221,7 +241,7 @@ def parses(source: str) -> bool:
     if not isinstance(parse_ast(source), ast.Module):
         return False
     try:
-        cst.parse_module(source)
+        _parsed(cst.parse_module, source)
     except cst.ParserSyntaxError:
         return False
     return True
