@@ -44,9 +44,11 @@ def lint_parsed(
 ) -> list[Violation]:
     """Run the rules ``codes`` on ``source``, apply suppressions, then check unused ``noqa``.
 
-    A rule runs only where the file's code shows its evidence (:func:`shows_evidence`), with
-    partial parsing or without: a file where no rule can report is not parsed either way (so a
-    syntax error in it goes unreported both ways, as in a file without any trigger). In a module
+    Python's verdict comes first (:func:`portlint.bounds.python_verdict`): a file it refuses,
+    or one past portlint's bounds, gets that one diagnostic (a file without any trigger of an
+    enabled rule is not parsed at all, so a syntax error there goes unreported). A rule runs only
+    where the file's code shows its evidence (:func:`shows_evidence`), with partial parsing or
+    without; a file where no rule can report is not parsed by LibCST either way. In a module
     that runs only on CUDA as a whole (``portlint.platform.module_platform``) the device rules do
     not run at all, unless ``silenced`` asks what they would have said. ``speedups``: the
     process-wide shortcuts of :mod:`portlint.speed.process`. ``silenced``, where given, gets the
