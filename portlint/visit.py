@@ -53,14 +53,14 @@ def lint_parsed(
     not run at all, unless ``silenced`` asks what they would have said. ``speedups``: the
     process-wide shortcuts of :mod:`portlint.speed.process`. ``silenced``, where given, gets the
     findings that the code's account of its platform silenced, with the reasons."""
+    tree = python_verdict(path, source)
+    if isinstance(tree, Violation):  # Python refuses it, or it is past portlint's bounds
+        return [tree]
     rules = [all_rules()[code] for code in codes]
     shown = {  # (the nine PORT4xx rules share theirs: looked for once)
         evidence: shows_evidence(source, evidence) for evidence in {rule.evidence for rule in rules}
     }
     visiting = [rule for rule in rules if rule is not UnusedNoqa and shown[rule.evidence]]
-    tree = python_verdict(path, source)
-    if isinstance(tree, Violation):  # Python refuses it, or it is past portlint's bounds
-        return [tree]
     module = None
     if any(rule.guardable for rule in visiting):
         module = module_platform(
