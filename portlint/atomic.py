@@ -8,10 +8,13 @@ import stat
 import tempfile
 
 
-def write_atomically(path: str, data: bytes, mode: int | None = None) -> None:
+def write_atomically(
+    path: str, data: bytes, mode: int | None = None, owner: tuple[int, int] | None = None
+) -> None:
     """Replace ``path`` with ``data``: written to a temporary file in the same folder, flushed to
-    disk, given ``mode`` (permission bits; None: what a new file gets), then renamed over
-    ``path``. Where any step fails, ``path`` is as it was and the temporary file is gone."""
+    disk, given ``owner`` (user and group ids; None: whoever runs this) and ``mode`` (permission
+    bits; None: what a new file gets), then renamed over ``path``. Where any step fails, ``path``
+    is as it was and the temporary file is gone."""
     folder = os.path.dirname(path) or "."
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=".portlint-", suffix=".tmp")
     try:
@@ -23,6 +26,8 @@ def write_atomically(path: str, data: bytes, mode: int | None = None) -> None:
             umask = os.umask(0)
             os.umask(umask)
             mode = 0o666 & ~umask
+        if owner is not None:
+            os.chown(temporary, *owner)  # (before the mode: a change of owner may clear bits)
         os.chmod(temporary, stat.S_IMODE(mode))
         os.replace(temporary, path)
     except BaseException:

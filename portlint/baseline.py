@@ -24,7 +24,7 @@ Key = tuple[str, str, str]  # path relative to the baseline's folder, code, fing
 
 
 class BaselineError(Exception):
-    """A baseline file that cannot be read; the CLI prints it and exits 2."""
+    """A baseline file that cannot be read or written; the CLI prints it and exits 2."""
 
 
 def fingerprint(violation: Violation, lines: list[str]) -> str:
@@ -63,7 +63,10 @@ def write_baseline(
         )
     ]
     document = {"format": FORMAT, "version": VERSION, "findings": entries}
-    write_atomically(str(file), (json.dumps(document, indent=2) + "\n").encode("utf-8"))
+    try:
+        write_atomically(str(file), (json.dumps(document, indent=2) + "\n").encode("utf-8"))
+    except OSError as error:  # (the file as it was: written atomically, or not at all)
+        raise BaselineError(f"cannot write baseline {file}: {error.strerror or error}") from None
     return len(entries)
 
 

@@ -66,7 +66,13 @@ def _dump(violation: Violation) -> list:
 
 
 def _load(path: str, row: list) -> Violation:
+    """The finding a row holds; TypeError or ValueError where the row is not one (its positions
+    are sorted against others', so they must be numbers)."""
     line, col, code, message, end_line, end_col, confidence, fix = row
+    if not all(type(number) is int for number in (line, col, end_line, end_col)):
+        raise TypeError("a position that is not a number")
+    if not isinstance(message, str) or not isinstance(code, (str, type(None))):
+        raise TypeError("a code or message that is not text")
     if fix is not None:
         applicability, fix_message, edits = fix
         fix = Fix(applicability, fix_message, tuple(Edit(**e) for e in edits))
@@ -113,38 +119,63 @@ class Cache:
     def _key(path: str) -> str:
         return os.path.abspath(path)
 
+    def _entry(self, path: str) -> list | None:
+        """The entry for ``path``, where it has the shape :meth:`store` gives it (a table is
+        written by any version of portlint, or by hand)."""
+        entry = self.entries.get(self._key(path))
+        if (
+            isinstance(entry, list)
+            and len(entry) == 3
+            and isinstance(entry[0], list)
+            and isinstance(entry[1], str)
+            and isinstance(entry[2], list)
+        ):
+            return entry
+        return None
+
+    @staticmethod
+    def _findings(path: str, rows: list) -> list[Violation] | None:
+        try:
+            return [_load(path, row) for row in rows]
+        except (TypeError, ValueError):  # a malformed row: the file is linted again
+            return None
+
     def lookup(self, path: str) -> list[Violation] | None:
         """The cached findings, if the file's size and times are those they were computed for."""
-        entry = self.entries.get(self._key(path))
+        entry = self._entry(path)
         try:
             info = os.stat(path)
         except OSError:
             return None
         if entry is None or entry[0] != file_stamp(info):
             return None
-        return [_load(path, row) for row in entry[2]]
+        return self._findings(path, entry[2])
 
-    def lookup_content(self, path: str, data_digest: str) -> list[Violation] | None:
-        """The cached findings for content with this digest (a touched, unchanged file)."""
-        entry = self.entries.get(self._key(path))
+    def lookup_content(
+        self, path: str, data_digest: str, info: os.stat_result
+    ) -> list[Violation] | None:
+        """The cached findings for content with this digest (a touched, unchanged file), read
+        when the file was as ``info`` says (its status before the read)."""
+        entry = self._entry(path)
         if entry is None or entry[1] != data_digest:
             return None
-        with contextlib.suppress(OSError):
-            entry[0] = file_stamp(os.stat(path))
+        found = self._findings(path, entry[2])
+        if found is not None:
+            entry[0] = file_stamp(info)
             self.changed = True
-        return [_load(path, row) for row in entry[2]]
+        return found
 
-    def store(self, path: str, data_digest: str, violations: list[Violation]) -> None:
-        try:
-            info = os.stat(path)
-        except OSError:
-            return
+    def store(
+        self, path: str, data_digest: str, violations: list[Violation], info: os.stat_result
+    ) -> None:
+        """Keep the findings of the content read when the file was as ``info`` says (its status
+        before the read: a file edited since has another, and is linted again next time)."""
         rows = [_dump(v) for v in violations]
         self.entries[self._key(path)] = [file_stamp(info), data_digest, rows]
         self.changed = True
 
     def save(self) -> None:
-        """Write the table atomically; a cache that cannot be written is no error."""
+        """Write the table (:func:`save_table`)."""
         if not self.changed:
             return
         save_table(self.folder, self.file, self.entries)
@@ -152,19 +183,29 @@ class Cache:
 
 def save_table(folder: Path, file: Path, entries: dict) -> None:
     """Write a table of ``folder`` (made, and git-ignored, where missing) atomically; a table
-    that cannot be written is no error."""
+    that cannot be written is no error. Nothing is written through a symbolic link: a cache
+    folder that is one (or a ``.gitignore`` in it that is one, dangling or not) could lead out
+    of the project."""
+    if os.path.islink(folder):
+        return
     with contextlib.suppress(OSError):
         folder.mkdir(parents=True, exist_ok=True)
         ignore = folder / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# Created by portlint.\n*\n")
+        if not os.path.lexists(ignore):
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            with open(os.open(ignore, flags, 0o666), "w") as stream:
+                stream.write("# Created by portlint.\n*\n")
         data = json.dumps(entries, separators=(",", ":")).encode("utf-8")
         write_atomically(str(file), data)
 
 
 def clean(root: Path) -> bool:
-    """Remove ``root/.portlint_cache``; whether there was one."""
+    """Remove ``root/.portlint_cache`` (a link: the link, not what it leads to); whether there was
+    one."""
     folder = root / CACHE_DIR
+    if os.path.islink(folder):
+        folder.unlink()
+        return True
     if not folder.is_dir():
         return False
     shutil.rmtree(folder)

@@ -321,6 +321,8 @@ def _configurations(options: CheckOptions) -> Configurations:
         raise UsageError("--config: give one configuration file (and any KEY = VALUE pairs)")
     if files and not files[0].is_file():
         raise UsageError(f"config file not found: {files[0]}")
+    if options.select is not None and not _codes(options.select):
+        raise UsageError(f"--select {options.select!r} names no code or prefix")
     overrides = Overrides(
         select=_codes(options.select) if options.select is not None else None,
         extend_select=_codes(options.extend_select),

@@ -23,11 +23,11 @@ def discover(
     files: list[Path] = []
     missing: list[Path] = []
     for path in paths:
-        if path.is_file():
+        if path.is_dir():
+            files.extend(_walk(path, settings))
+        elif path.exists():  # a file, or something else that reading it will diagnose (a FIFO)
             if not (force_exclude and is_excluded(path, settings)):
                 files.append(path)
-        elif path.is_dir():
-            files.extend(_walk(path, settings))
         else:
             missing.append(path)
     unique = list(dict.fromkeys(files))

@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import io
 import json
 import os
+import re
+import signal
 import stat
 import tokenize
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from portlint.atomic import write_atomically
+from portlint.bounds import compile_quietly, python_verdict
 from portlint.cache import Cache, digest, file_stamp
 from portlint.findings import SAFE, Fix, Silenced, Violation, apply_edits, overlaps
 from portlint.index.int64 import INT64_CODES
@@ -35,10 +37,12 @@ from portlint.speed.gate import codes_with_triggers_in
 from portlint.speed.process import without_cycle_collection
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 # Below this many files to parse, a process pool costs more to start than it saves.
 MIN_FILES_PER_WORKER = 8
+# A line of a file's bytes, ended as Python ends one (see portlint.findings.LINE).
+LINE_BYTES = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 # Fixes that overlap are applied over several rounds, each re-linting the result (as ruff does).
 MAX_FIX_ROUNDS = 10
 
@@ -69,12 +73,33 @@ def read_source(path: str) -> str:
 
 
 def read_bytes(path: str) -> bytes:
+    return read_file(path)[0]
+
+
+def read_file(path: str) -> tuple[bytes, os.stat_result]:
+    """The bytes of ``path``, which must be a regular file (a FIFO is never waited on), and its
+    status just before they were read."""
     try:
-        return Path(path).read_bytes()
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(descriptor, "rb") as stream:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode):
+                raise SourceError(Violation(path, 1, 1, None, "IOError: not a regular file"))
+            return stream.read(), info
     except OSError as error:
         raise SourceError(
             Violation(path, 1, 1, None, f"IOError: {error.strerror or error}")
         ) from None
+
+
+def source_encoding(data: bytes) -> str:
+    """The encoding of a Python file's bytes, as Python finds it: in a coding declaration on one
+    of its first two lines, where a line ends at a carriage return too (``tokenize`` reads a file
+    whose lines end in lone carriage returns as one line, and so finds declarations that Python
+    does not see, or a cookie in a comment further down: "unknown encoding: str")."""
+    lines = iter(LINE_BYTES.findall(data))
+    encoding, _ = tokenize.detect_encoding(lambda: next(lines, b""))
+    return encoding
 
 
 def decode_source(path: str, data: bytes) -> str:
@@ -84,11 +109,12 @@ def decode_source(path: str, data: bytes) -> str:
             Violation(path, line, col, None, "SyntaxError: source contains a null byte")
         )
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)
-    except SyntaxError as error:  # an unknown or conflicting coding declaration
-        raise SourceError(Violation(path, 1, 1, None, f"SyntaxError: {error.msg}")) from None
-    except UnicodeDecodeError as error:
+        return data.decode(source_encoding(data))
+    except (SyntaxError, UnicodeDecodeError) as error:
+        if _compiles(data):  # bytes that are not UTF-8 in a comment: Python never decodes them
+            return data.decode("utf-8", errors="replace")
+        if isinstance(error, SyntaxError):  # an unknown or conflicting coding declaration
+            raise SourceError(Violation(path, 1, 1, None, f"SyntaxError: {error.msg}")) from None
         line, col = _line_col(data, error.start)
         message = (
             f"SyntaxError: source is not valid {error.encoding} (byte 0x{data[error.start]:02x})"
@@ -96,19 +122,43 @@ def decode_source(path: str, data: bytes) -> str:
         raise SourceError(Violation(path, line, col, None, message)) from None
 
 
+def _compiles(data: bytes) -> bool:
+    try:
+        compile_quietly(data, "<source>")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
 def write_source(path: str, text: str) -> None:
-    """Replace ``path``'s text atomically, keeping its encoding (and BOM) and its permissions.
+    """Replace ``path``'s text atomically, keeping its encoding (and BOM), its permissions and
+    its owner.
 
     The new text goes to a temporary file in the same folder, which is then renamed over the file
-    (the target of a symbolic link, not the link). A read-only file is refused, not overwritten.
+    (the target of a symbolic link, not the link; see :func:`fix_source` for a link that leads out
+    of the project). Refused, with the file left as it is: a read-only file; a file with other
+    hard links (a rename would split them, and writing in place could leave it half written);
+    a file of another user (unless run as root, which gives the new file the old one's owner).
     """
     target = os.path.realpath(path)
     data = Path(target).read_bytes()
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)  # "utf-8-sig" keeps a BOM
-    mode = os.stat(target).st_mode
-    if not mode & stat.S_IWUSR:
+    info = os.stat(target)
+    if not info.st_mode & stat.S_IWUSR:
         raise PermissionError(f"{path}: file is read-only; not fixed")
-    write_atomically(target, text.encode(encoding), mode)
+    if info.st_nlink > 1:
+        raise PermissionError(f"{path}: file has {info.st_nlink} hard links; not fixed")
+    try:
+        encoding = source_encoding(data)
+        data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError):  # (read with bytes replaced: see decode_source)
+        raise OSError("not valid utf-8; not fixed") from None
+    owner = None
+    if hasattr(os, "geteuid") and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+        if os.geteuid() not in (0, info.st_uid):
+            raise PermissionError(f"{path}: file is owned by another user; not fixed")
+        owner = (info.st_uid, info.st_gid)
+    # ("utf-8-sig" keeps a BOM.)
+    write_atomically(target, text.encode(encoding), info.st_mode, owner)
 
 
 def _line_col(data: bytes, offset: int) -> tuple[int, int]:
@@ -125,7 +175,7 @@ def lint_source(
     codes: list[str] | None = None,
     speedups: bool = False,
     silenced: list[Silenced] | None = None,
-    tree: ast.Module | Unparsed | None = UNPARSED,
+    tree: ast.Module | Violation | Unparsed = UNPARSED,
     facts: dict | None = None,
 ) -> list[Violation]:
     """Lint one file's text: findings after suppressions, or one diagnostic if it does not parse.
@@ -137,7 +187,8 @@ def lint_source(
     ``speedups``: the process-wide shortcuts of :mod:`portlint.speed.process` (off: nothing
     outside this call changes while it runs). ``silenced``, where given, gets the findings that
     the code's account of its platform silenced, with the reasons (``--show-silenced``).
-    ``tree``: Python's parse of ``source``, where the caller has it (None: it does not parse).
+    ``tree``: Python's verdict on ``source`` (:func:`portlint.bounds.python_verdict`), where the
+    caller has it.
     ``facts``: the file's facts for the project index (:func:`portlint.index.reading.read_module`),
     where the caller joins them with the other files' and judges the findings with the whole
     project (the rules' notes are added to them); without them the file is judged alone.
@@ -200,14 +251,20 @@ def fix_source(
     def findings(text: str) -> list[Violation]:
         if project is None or path not in project.facts:
             return lint_source(path, text, settings)
-        tree = parse_ast(text)
-        facts = read_module(tree, project.packages) if tree is not None else None
+        tree = python_verdict(path, text)
+        module = tree if isinstance(tree, ast.Module) else None
+        facts = read_module(module, project.packages) if module is not None else None
         found = lint_source(path, text, settings, tree=tree, facts=facts)
         if facts is not None:
             project.update(path, facts)
         return sorted(project.judge(found, None))
 
     result = FixResult(source)
+    outside = _link_out_of(path, settings.root)
+    if outside is not None:
+        result.violations = lint_source(path, source, settings)
+        result.dropped.append(f"{path}: a symbolic link to {outside}, which is outside the project")
+        return result
     for _ in range(MAX_FIX_ROUNDS):
         result.violations = findings(result.source)
         chosen: list[tuple[Violation, Fix]] = []
@@ -233,6 +290,16 @@ def fix_source(
     else:
         result.violations = findings(result.source)
     return result
+
+
+def _link_out_of(path: str, root: str) -> str | None:
+    """Where a symbolic link ``path`` leads, if that is outside the folder ``root``: a fix is
+    never written there (a link into the project is followed: its target is fixed)."""
+    if not os.path.islink(path):
+        return None
+    target = os.path.realpath(path)
+    inside = os.path.commonpath([target, os.path.realpath(root)]) == os.path.realpath(root)
+    return None if inside else target
 
 
 class Job(NamedTuple):
@@ -261,12 +328,16 @@ class Outcome(NamedTuple):
 def _lint_job(job: Job) -> Outcome:
     silenced: list[Silenced] | None = [] if job.show_silenced else None
     try:
-        tree: ast.Module | Unparsed | None = UNPARSED
+        tree: ast.Module | Violation | Unparsed = UNPARSED
         facts = None
         if job.packages is not None:
             with without_cycle_collection() if job.speedups else nullcontext():
-                tree = parse_ast(job.source)
-                facts = read_module(tree, job.packages) if tree is not None else None
+                # (Python's full verdict where the rules run; its parse alone for the index)
+                module = parse_ast(job.source) if not job.codes else None
+                if job.codes:
+                    tree = python_verdict(job.path, job.source)
+                    module = tree if isinstance(tree, ast.Module) else None
+                facts = read_module(module, job.packages) if module is not None else None
         found: list[Violation] = []
         if job.codes:
             found = lint_source(
@@ -309,7 +380,7 @@ def lint_files(
     index is then not built: not for a caller that fixes).
     """
     result = RunResult(files_checked=len(files))
-    digests: dict[str, str] = {}
+    read: dict[str, tuple[str, os.stat_result]] = {}  # a file's digest and status, as read
     linted = {str(file) for file in files}
     others: list[Path] = []
     if project and context:
@@ -323,15 +394,15 @@ def lint_files(
             return RunResult(sorted(found), files_checked=len(files))
     store = IndexStore(cache.folder, packages) if cache and packages is not None else None
     facts: dict[str, dict] = {}
-    read: dict[str, tuple[bytes, str]] = {}  # files read before the run (their bytes, their text)
+    early: dict[str, tuple[bytes, os.stat_result, str]] = {}  # files read before the run
     given = cache
     if packages is not None:
-        settings, cache = _with_stream_helpers([*files, *others], settings, cache, store, read)
+        settings, cache = _with_stream_helpers([*files, *others], settings, cache, store, early)
     with _Runner(jobs or os.cpu_count() or 1, len(files) + len(others)) as runner:
         for file in [*files, *others]:
             path = str(file)
             if path not in linted:
-                _read_for_index(path, store, read, facts, digests, runner, settings, packages)
+                _read_for_index(path, store, early, facts, read, runner, settings, packages)
                 continue
             cached = cache.lookup(path) if cache else None
             known = store.lookup(path) if store else None
@@ -341,14 +412,14 @@ def lint_files(
                 result.violations.extend(cached)
                 continue
             try:
-                data, source = read.pop(path) if path in read else _read(path)
+                data, info, source = early.pop(path) if path in early else _read(path)
             except SourceError as error:
                 result.violations.append(error.violation)
                 continue
             if cache:
-                digests[path] = digest(data)
-                cached = cached or cache.lookup_content(path, digests[path])
-                known = known or (store.lookup(path, digests[path]) if store else None)
+                read[path] = digest(data), info
+                cached = cached or cache.lookup_content(path, *read[path])
+                known = known or (store.lookup(path, read[path][0]) if store else None)
                 if known is not None:
                     facts[path] = known
                 if cached is not None and (packages is None or known is not None):
@@ -363,13 +434,11 @@ def lint_files(
             if cached is not None:  # (its facts only are missing)
                 result.violations.extend(cached)
             elif not codes and cache:
-                cache.store(path, digests[path], [])
+                cache.store(path, read[path][0], [], read[path][1])
             if codes or index is not None:
                 runner.submit(
                     Job(path, source, settings, fix_edits, codes, speedups, show_silenced, index)
                 )
-            elif cache:
-                cache.store(path, digests[path], [])
         result.files_parsed = runner.linted
         for outcome in runner.results(progress):
             result.violations.extend(outcome.violations)
@@ -377,11 +446,12 @@ def lint_files(
             if outcome.facts is not None:
                 facts[outcome.path] = outcome.facts
                 if store:
-                    store.store(outcome.path, digests[outcome.path], outcome.facts)
+                    store.store(outcome.path, read[outcome.path][0], outcome.facts)
             if outcome.error and outcome.path in linted:
                 result.internal_errors.append(outcome.error)
             elif cache and outcome.linted:
-                cache.store(outcome.path, digests[outcome.path], outcome.violations)
+                data_digest, info = read[outcome.path]
+                cache.store(outcome.path, data_digest, outcome.violations, info)
     if cache is not given and cache is not None:
         cache.save()  # (the caller saves the table it gave)
     if packages is not None:
@@ -404,9 +474,9 @@ def lint_files(
 def _read_for_index(
     path: str,
     store: IndexStore | None,
-    read: dict[str, tuple[bytes, str]],
+    early: dict[str, tuple[bytes, os.stat_result, str]],
     facts: dict[str, dict],
-    digests: dict[str, str],
+    read: dict[str, tuple[str, os.stat_result]],
     runner: _Runner,
     settings: Settings,
     packages: frozenset[str] | None,
@@ -416,11 +486,11 @@ def _read_for_index(
     known = store.lookup(path) if store else None
     if known is None:
         try:
-            data, source = read.pop(path) if path in read else _read(path)
+            data, info, source = early.pop(path) if path in early else _read(path)
         except SourceError:
             return
-        digests[path] = digest(data)
-        known = store.lookup(path, digests[path]) if store else None
+        read[path] = digest(data), info
+        known = store.lookup(path, read[path][0]) if store else None
         if known is None:
             runner.submit(Job(path, source, settings, False, [], True, False, packages))
             return
@@ -437,9 +507,10 @@ def _run_key(files: list[Path]) -> str | None:
     return digest(json.dumps(stamps).encode())
 
 
-def _read(path: str) -> tuple[bytes, str]:
-    data = read_bytes(path)
-    return data, decode_source(path, data)
+def _read(path: str) -> tuple[bytes, os.stat_result, str]:
+    """The bytes of ``path``, its status before they were read, and its text."""
+    data, info = read_file(path)
+    return data, info, decode_source(path, data)
 
 
 def _with_stream_helpers(
@@ -447,7 +518,7 @@ def _with_stream_helpers(
     settings: Settings,
     cache: Cache | None,
     store: IndexStore | None,
-    read: dict[str, tuple[bytes, str]],
+    read: dict[str, tuple[bytes, os.stat_result, str]],
 ) -> tuple[Settings, Cache | None]:
     """``settings`` whose ``stream-functions`` hold the project's own functions that return the
     ambient stream (PORT301 and PORT302 read them), and the cache table for those settings. The
@@ -465,7 +536,7 @@ def _with_stream_helpers(
                 read[path] = _read(path)
             except SourceError:
                 continue
-            source = read[path][1]
+            source = read[path][2]
             tree = parse_ast(source) if RETURNS_AMBIENT_STREAM.search(source) else None
             names = stream_helpers(tree) if tree is not None else []
         if names:
@@ -489,16 +560,26 @@ def _top_packages(files: list[Path]) -> frozenset[str]:
 class _Runner:
     """Runs lint jobs: in this process for a few files, else in a pool of processes started as
     soon as there are enough jobs to pay for it, which works while the rest of the files are
-    still read and gated here."""
+    still read and gated here.
+
+    A worker that dies (a segfault in a native parser, the kernel's out-of-memory killer) breaks
+    the whole pool: each worker marks the job it is running (:data:`_slots`), so the jobs that
+    were running then are run again each in a process of its own, which tells the one that kills
+    its process (reported as that file's internal error) from the ones that died with it; the
+    other unfinished jobs go to a new pool."""
 
     def __init__(self, jobs: int, candidates: int) -> None:
         # No more processes than the files could keep busy (at most ``candidates`` get parsed).
         self.workers = min(jobs, candidates // MIN_FILES_PER_WORKER)
-        self.submitted = 0
+        self.jobs: list[Job] = []  # every job submitted, by its number
         self.linted = 0  # jobs for the rules (the others only read a file for the project index)
-        self.waiting: list[Job] = []  # not yet handed to a pool
-        self.futures: list = []
+        self.futures: dict[Future, int] = {}  # a job's number, by its future in the pool
         self.pool: ProcessPoolExecutor | None = None
+        self.slots: Any = None  # the job each worker of the pool runs (see _marked_job)
+
+    @property
+    def submitted(self) -> int:
+        return len(self.jobs)
 
     def __enter__(self) -> _Runner:
         return self
@@ -508,34 +589,107 @@ class _Runner:
             self.pool.shutdown(cancel_futures=True)
 
     def submit(self, job: Job) -> None:
-        self.submitted += 1
+        self.jobs.append(job)
         self.linted += bool(job.codes)
         if self.pool is not None:
-            self.futures.append(self.pool.submit(_lint_job, job))
-            return
-        self.waiting.append(job)
-        if self.workers > 1 and len(self.waiting) >= 2 * MIN_FILES_PER_WORKER:
+            self._send(len(self.jobs) - 1)
+        elif self.workers > 1 and len(self.jobs) >= 2 * MIN_FILES_PER_WORKER:
             import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
 
             if multiprocessing.get_start_method() == "fork":
                 # Workers forked from this process: LibCST and the rules imported once, here,
                 # not once in each worker.
                 import portlint.visit  # noqa: F401
 
-            self.pool = ProcessPoolExecutor(max_workers=self.workers)
-            self.futures = [self.pool.submit(_lint_job, waiting) for waiting in self.waiting]
-            self.waiting = []
+            self._start_pool(range(len(self.jobs)))
+
+    def _start_pool(self, numbers: Iterable[int]) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.slots = multiprocessing.Array("i", [-1] * self.workers, lock=False)
+        taken = multiprocessing.Value("i", 0)
+        self.pool = ProcessPoolExecutor(self.workers, None, _take_slot, (self.slots, taken))
+        self.futures = {}
+        for number in numbers:
+            self._send(number)
+
+    def _send(self, number: int) -> None:
+        assert self.pool is not None
+        self.futures[self.pool.submit(_marked_job, number, self.jobs[number])] = number
 
     def results(self, progress: Callable[[int, int], None] | None) -> Iterator[Outcome]:
         """Each job's result, as jobs complete (call once every job is submitted)."""
         if self.pool is None:
-            outcomes = (_lint_job(job) for job in self.waiting)
+            outcomes: Iterator[Outcome] = (_lint_job(job) for job in self.jobs)
         else:
-            from concurrent.futures import as_completed
-
-            outcomes = (future.result() for future in as_completed(self.futures))
+            outcomes = self._pooled()
         for done, outcome in enumerate(outcomes, 1):
             yield outcome
             if progress:
                 progress(done, self.submitted)
+
+    def _pooled(self) -> Iterator[Outcome]:
+        from concurrent.futures import as_completed
+        from concurrent.futures.process import BrokenProcessPool
+
+        while self.futures:
+            unfinished = []
+            for future in as_completed(self.futures):
+                try:
+                    yield future.result()
+                except BrokenProcessPool:
+                    unfinished.append(self.futures[future])
+            if not unfinished:
+                return
+            assert self.pool is not None
+            self.pool.shutdown()
+            running = set(self.slots).intersection(unfinished) or set(unfinished)
+            for number in sorted(running):
+                yield _lint_alone(self.jobs[number])
+            self._start_pool(number for number in unfinished if number not in running)
+
+
+# In a worker of a pool: the shared array of what each worker runs, and this worker's place in it.
+_slots: Any = None
+_slot = -1
+
+
+def _take_slot(slots: Any, taken: Any) -> None:
+    global _slots, _slot
+    with taken.get_lock():
+        _slots, _slot = slots, taken.value
+        taken.value += 1
+
+
+def _marked_job(number: int, job: Job) -> Outcome:
+    _slots[_slot] = number
+    outcome = _lint_job(job)
+    _slots[_slot] = -1
+    return outcome
+
+
+def _lint_alone(job: Job) -> Outcome:
+    """``job`` run in a process of its own: its outcome, or the internal error of a process that
+    died running it."""
+    import multiprocessing
+
+    receiving, sending = multiprocessing.Pipe(duplex=False)
+    process = multiprocessing.Process(target=_send_outcome, args=(job, sending))
+    process.start()
+    sending.close()
+    try:
+        outcome = receiving.recv()
+    except EOFError:
+        outcome = None
+    process.join()
+    if outcome is not None:
+        return outcome
+    code = process.exitcode or 0
+    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+    message = f"{job.path}: internal error: the process analysing it died ({how})"
+    return Outcome(job.path, [], [], message)
+
+
+def _send_outcome(job: Job, sending: Any) -> None:
+    sending.send(_lint_job(job))

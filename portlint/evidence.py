@@ -73,7 +73,9 @@ _CUDA_STRING = r"(?:[\s\\(]|#[^\r\n]*[\r\n])*[rRuUfF]{0,2}['\"]+cuda(?!\w)"
 CUDA_DEVICE_ARGUMENT = Evidence(
     tuple(
         before + _CUDA_STRING
-        for before in (r"\(", ",", r"device\w*\s*(?::[^=\r\n]*)?=", r"type\s*=")
+        # (Not from a parenthesis after another: the first of a run matches where a later one
+        # does, and searching from each of a long run would take time quadratic in its length.)
+        for before in (r"(?<!\()\(", ",", r"device\w*\s*(?::[^=\r\n]*)?=", r"type\s*=")
     )
 )
 # `x.new_empty(...)` and the other `new_*` methods.

@@ -72,9 +72,21 @@ def split_lines(text: str) -> list[str]:
 def line_edits(old: str, new: str) -> tuple[Edit, ...]:
     old_lines = split_lines(old)
     new_lines = split_lines(new)
-    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    # Only the lines between the common head and tail are diffed: the diff is quadratic in the
+    # lines it is given where many are alike (a long table of numbers).
+    head = 0
+    while head < min(len(old_lines), len(new_lines)) and old_lines[head] == new_lines[head]:
+        head += 1
+    tail = 0
+    while (
+        tail < min(len(old_lines), len(new_lines)) - head
+        and old_lines[-1 - tail] == new_lines[-1 - tail]
+    ):
+        tail += 1
+    a, b = old_lines[head : len(old_lines) - tail], new_lines[head : len(new_lines) - tail]
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
     return tuple(
-        Edit(i1 + 1, 1, i2 + 1, 1, "".join(new_lines[j1:j2]))
+        Edit(head + i1 + 1, 1, head + i2 + 1, 1, "".join(b[j1:j2]))
         for tag, i1, i2, j1, j2 in matcher.get_opcodes()
         if tag != "equal"
     )

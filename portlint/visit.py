@@ -6,7 +6,8 @@ Imported by the engine only for files that pass the text gate.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from portlint.analysis.guards import GuardAnalysis, Silence
 from portlint.analysis.positions import PositionProvider
 from portlint.analysis.silencing import silence
 from portlint.analysis.walk import Walk
+from portlint.bounds import TOO_LARGE, python_verdict, too_deep
 from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
 from portlint.platform import ModulePlatform, module_platform
@@ -25,7 +27,7 @@ from portlint.registry import all_rules
 from portlint.rule import FileContext, Rule
 from portlint.rules.port001_unused_noqa import UnusedNoqa
 from portlint.settings import Settings
-from portlint.speed.cut import NOTHING, UNPARSED, Unparsed, parse_ast, slice_source, source_line
+from portlint.speed.cut import NOTHING, UNPARSED, Unparsed, parse_ast, slice_source
 from portlint.speed.gate import shows_evidence
 from portlint.speed.process import parse_unvalidated, without_cycle_collection
 from portlint.suppression import apply_suppressions, marker_lines
@@ -40,27 +42,32 @@ def lint_parsed(
     fix_edits: bool,
     speedups: bool = False,
     silenced: list[Silenced] | None = None,
-    tree: ast.Module | Unparsed | None = UNPARSED,
+    tree: ast.Module | Violation | Unparsed = UNPARSED,
     notes: dict[str, list] | None = None,
 ) -> list[Violation]:
     """Run the rules ``codes`` on ``source``, apply suppressions, then check unused ``noqa``.
 
-    A rule runs only where the file's code shows its evidence (:func:`shows_evidence`), with
-    partial parsing or without: a file where no rule can report is not parsed either way (so a
-    syntax error in it goes unreported both ways, as in a file without any trigger). In a module
+    Python's verdict comes first (:func:`portlint.bounds.python_verdict`): a file it refuses,
+    or one past portlint's bounds, gets that one diagnostic (a file without any trigger of an
+    enabled rule is not parsed at all, so a syntax error there goes unreported). A rule runs only
+    where the file's code shows its evidence (:func:`shows_evidence`), with partial parsing or
+    without; a file where no rule can report is not parsed by LibCST either way. In a module
     that runs only on CUDA as a whole (``portlint.platform.module_platform``) the device rules do
     not run at all, unless ``silenced`` asks what they would have said. ``speedups``: the
     process-wide shortcuts of :mod:`portlint.speed.process`. ``silenced``, where given, gets the
     findings that the code's account of its platform silenced, with the reasons. ``tree``:
-    Python's parse of ``source``, where the caller has one. ``notes``, where given, gets what
-    the rules tell the project index (:attr:`FileContext.notes`, nodes given as positions)."""
+    Python's verdict on ``source`` (:func:`portlint.bounds.python_verdict`), where the caller
+    has it. ``notes``, where given, gets what the rules tell the project index
+    (:attr:`FileContext.notes`, nodes given as positions)."""
+    if tree is UNPARSED:
+        tree = python_verdict(path, source)
+    if isinstance(tree, Violation):  # Python refuses it, or it is past portlint's bounds
+        return [tree]
     rules = [all_rules()[code] for code in codes]
     shown = {  # (the nine PORT4xx rules share theirs: looked for once)
         evidence: shows_evidence(source, evidence) for evidence in {rule.evidence for rule in rules}
     }
     visiting = [rule for rule in rules if rule is not UnusedNoqa and shown[rule.evidence]]
-    if tree is UNPARSED:
-        tree = parse_ast(source) if visiting else None
     module = None
     if any(rule.guardable for rule in visiting):
         module = module_platform(
@@ -72,7 +79,12 @@ def lint_parsed(
     if visiting:
         with without_cycle_collection() if speedups else nullcontext():
             job = _Job(path, source, tree, settings, fix_edits, speedups, silenced, module, notes)
-            violations = _violations(job, visiting)
+            try:
+                violations = _violations(job, visiting)
+            except RecursionError:
+                return [too_deep(path, source)]
+            except MemoryError:
+                return [Violation(path, 1, 1, None, TOO_LARGE)]
     violations = _waived(violations, source, settings, silenced)
     if settings.ignore_noqa:
         return sorted(violations)
@@ -88,7 +100,7 @@ class _Job:
 
     path: str
     source: str
-    tree: ast.Module | None  # Python's parse of it (None: Python refuses it)
+    tree: ast.Module  # Python's parse of it
     settings: Settings
     fix_edits: bool
     speedups: bool
@@ -118,22 +130,48 @@ def _waived(
 
 def _violations(job: _Job, rules: list[type[Rule]]) -> list[Violation]:
     """The findings of ``rules`` in the job's file, parsed whole or cut (see
-    :mod:`portlint.speed.cut`), or the syntax error that stops the parse."""
+    :mod:`portlint.speed.cut`). Python has accepted the file: where LibCST refuses a cut, the
+    whole file is parsed instead; where it refuses the whole file, the diagnostic says that it
+    was not analysed (it is no syntax error)."""
     source, tree = job.source, job.tree
     cut = None
-    if tree and job.settings.partial_parse and not job.fix_edits:
+    if job.settings.partial_parse and not job.fix_edits:
         cut = slice_source(source, tree, [rule.entry() for rule in rules])
         if cut is NOTHING:
             return []
-    parsed = cut.text if cut else source
-    statements = cut.statements if cut else (tree.body if tree else None)
-    lines = cut.lines if cut else None
-    parse = parse_unvalidated if tree and job.speedups else cst.parse_module
+    parse = parse_unvalidated if job.speedups else cst.parse_module
+    if cut is not None:
+        try:
+            module, text = _parsed(parse, cut.text)
+        except cst.ParserSyntaxError:
+            pass  # (parsed whole below)
+        else:
+            return _visit(job, _Wrapper(module, text, cut.statements, cut.lines), rules)
     try:
-        module = parse(parsed)
+        module, text = _parsed(parse, source)
     except cst.ParserSyntaxError as error:
-        return [_syntax_error(job.path, source, error, lines)]
-    return _visit(job, _Wrapper(module, parsed, statements, lines), rules)
+        reason = error.message.splitlines()[0]
+        message = f"not analysed: Python accepts this file but LibCST cannot parse it ({reason})"
+        return [Violation(job.path, error.editor_line, error.editor_column, None, message)]
+    return _visit(job, _Wrapper(module, text, tree.body, None), rules)
+
+
+# What LibCST's tokenizer refuses and Python accepts, at the very end of a file: backslash
+# continuations with nothing after them.
+DANGLING_CONTINUATION = re.compile(r"(?:[ \t\f]*\\(?:\r\n|\r|\n))+[ \t\f]*\Z")
+
+
+def _parsed(parse: Callable[[str], cst.Module], text: str) -> tuple[cst.Module, str]:
+    """``text`` parsed by LibCST, and the text it parsed: ``text``, or, where LibCST refuses a
+    dangling continuation that Python accepts, ``text`` without it (every line before keeps its
+    place, so positions and line edits hold for the file)."""
+    try:
+        return parse(text), text
+    except cst.ParserSyntaxError:
+        trimmed = DANGLING_CONTINUATION.sub("", text)
+        if trimmed == text:
+            raise
+        return parse(trimmed), trimmed
 
 
 class _Wrapper(MetadataWrapper):
@@ -229,25 +267,11 @@ def _give_notes(job: _Job, context: FileContext, positions: Mapping) -> None:
 
 
 def parses(source: str) -> bool:
+    """Whether both Python and LibCST accept ``source`` (a fixed file must stay valid)."""
+    if not isinstance(parse_ast(source), ast.Module):
+        return False
     try:
-        cst.parse_module(source)
+        _parsed(cst.parse_module, source)
     except cst.ParserSyntaxError:
         return False
     return True
-
-
-def _syntax_error(
-    path: str, source: str, error: cst.ParserSyntaxError, lines: list[int] | None
-) -> Violation:
-    """Python's own account of the error where it has one: it names the cause more plainly.
-    (``lines``: where LibCST parsed a cut, the line of the file each of its lines is.)"""
-    try:
-        ast.parse(source, filename=path)
-    except SyntaxError as python_error:
-        line, col = python_error.lineno or 1, python_error.offset or 1
-        return Violation(path, line, col, None, f"SyntaxError: {python_error.msg}")
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    message = f"SyntaxError: {error.message.splitlines()[0]}"
-    line = source_line(lines, error.editor_line) if lines else error.editor_line
-    return Violation(path, line, error.editor_column, None, message)

@@ -224,22 +224,6 @@ def test_a_guarded_function_covers_its_body_not_its_decorators():
     assert [(v.line, v.col) for v in found] == [(4, 11)]
 
 
-def test_a_syntax_error_in_a_cut_is_reported_on_the_files_line():
-    """Where LibCST refuses a cut that Python accepted, the line of its error is the file's."""
-    import libcst as cst
-
-    from portlint.visit import _syntax_error
-
-    with pytest.raises(cst.ParserSyntaxError) as refused:
-        cst.parse_module("x = 1\ny = (\n")
-    error = refused.value
-    assert error.editor_line == 2
-    # A file that Python parses (so LibCST's account is the one given), cut to lines 1 and 7.
-    violation = _syntax_error("m.py", "x = 1\n" + "\n" * 5 + "y = (2)\n", error, [1, 7])
-    assert (violation.line, violation.message.startswith("SyntaxError: ")) == (7, True)
-    assert _syntax_error("m.py", "x = 1\n", error, None).line == 2
-
-
 def test_the_cut_keeps_the_init_where_a_class_sets_the_flags_its_kept_callers_test():
     """A helper is guarded through its caller, which tests a flag `__init__` sets: the cut must
     keep `__init__` for the caller (kept for the guard analysis), not only for the helper."""

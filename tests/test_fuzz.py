@@ -1,0 +1,57 @@
+"""Fuzzing: generated programs (hypothesmith, from Python's grammar) with the strings the rules
+look for put at statement boundaries must never crash portlint, must get CPython's verdict on
+their validity, and must stay valid under `--fix --unsafe-fixes`, which a second time changes
+nothing (see tests/fuzzing.py). A fixed seed and a bounded number of examples keep it under a
+minute here; `python scripts/fuzz.py` runs many more for a release. The minimised reproducers of
+what fuzzing found are kept in tests/fixtures/fuzz/ and checked the same way."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+hypothesmith = pytest.importorskip("hypothesmith")
+
+from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
+
+from portlint.engine import decode_source, lint_source  # noqa: E402
+from tests.fuzzing import FIXING, check, cpython_verdict, with_triggers  # noqa: E402
+from tests.helpers import REPO  # noqa: E402
+
+REPRODUCERS = sorted((REPO / "tests" / "fixtures" / "fuzz").glob("*.py.txt"))
+EXAMPLES = 600
+
+
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")  # (hypothesmith's compile() of a program)
+@seed(0)  # (the same examples every run)
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(hypothesmith.from_grammar())
+def test_generated_programs_with_triggers_get_cpythons_verdict_and_safe_fixes(program):
+    # (Where the triggers go is drawn from the program itself: drawing it from hypothesis as
+    # well makes each example ten times slower to generate.)
+    check(with_triggers(program, random.Random(program)).encode("utf-8"))
+
+
+@pytest.mark.parametrize("reproducer", REPRODUCERS, ids=lambda path: path.name[:-7])
+def test_each_minimised_reproducer_gets_cpythons_verdict(reproducer):
+    """Each once gave a false syntax error or missed one (a lone CR in a backslash continuation,
+    a form feed before an indent, tabs after spaces, a CR-only file read as "unknown encoding",
+    ...). Each holds a `torch.device("cuda")`: where the file is valid, it is found."""
+    data = reproducer.read_bytes()
+    outcome = check(data)
+    assert outcome == ("valid" if cpython_verdict(data).valid else "refused")
+    if outcome == "valid":
+        source = decode_source("m.py", data)
+        assert "PORT101" in {v.code for v in lint_source("m.py", source, FIXING)}
+
+
+def test_the_reproducers_are_kept():
+    valid = [path for path in REPRODUCERS if cpython_verdict(path.read_bytes()).valid]
+    assert len(valid) >= 10 and len(REPRODUCERS) - len(valid) >= 5
