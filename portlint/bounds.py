@@ -84,8 +84,9 @@ def deepest(tree: ast.AST) -> tuple[int, int, int]:
     (walked without recursion: the tree may be as deep as Python's parser allows)."""
     depth, line, nodes = 0, 1, 0
     stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    push, pop = stack.append, stack.pop
     while stack:
-        node, level = stack.pop()
+        node, level = pop()
         nodes += 1
         if level > depth:
             depth, line = level, getattr(node, "lineno", line)
@@ -95,7 +96,15 @@ def deepest(tree: ast.AST) -> tuple[int, int, int]:
             level += 2
         elif isinstance(node, _TWO_LEVELS):
             level += 1
-        stack.extend((child, level + 1) for child in ast.iter_child_nodes(node))
+        level += 1
+        for name in node._fields:  # (ast.iter_child_nodes, without its generator)
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        push((item, level))
+            elif isinstance(value, ast.AST):
+                push((value, level))
     return depth, line, nodes
 
 
