@@ -242,3 +242,15 @@ def test_the_cut_keeps_the_init_where_a_class_sets_the_flags_its_kept_callers_te
     ways = lint_all_ways(source, CUDA_API)
     assert ways["partial"] == ways["whole"] == ways["ungated"]
     assert ways["partial"][0] == [] and len(ways["partial"][1]) == 1
+
+
+def test_a_generic_container_made_by_subscript_is_no_kernel_launch():
+    """``dict[str, int]()`` and ``Deque[int]()`` call a subscript too: they keep no unit for
+    PORT202, which a launch (``kernel[grid](...)``, ``module.kernel[grid](...)``) does."""
+    from portlint.speed.cut import launch_lines
+
+    source = (
+        "x = dict[str, int]()\ny = kernel[(n,)](a, b)\nz = list[tuple[int, X]]()\n"
+        "w = mod.k[grid](a)\nv = Foo[int]()\nu = table[key](x)\n"
+    )
+    assert sorted(launch_lines(source)) == [2, 4, 6]

@@ -40,6 +40,8 @@ cold run from 56 s to 41 s.)
 from __future__ import annotations
 
 import ast
+import bisect
+import builtins
 import enum
 import functools
 import itertools
@@ -266,6 +268,38 @@ def _mentions(text: str, triggers: tuple[str, ...], aliases: re.Pattern | None) 
     return any(t in text for t in triggers) or bool(aliases and aliases.search(text))
 
 
+# A call of a subscript, `kernel[grid](...)`, as text; and what is no kernel launch there: a
+# builtin type or a class (`dict[str, int]()`, `Deque[int]()` make a container).
+SUBSCRIPT_CALL = re.compile(r"\](?=\s*\()")
+CALLEE = re.compile(r"([A-Za-z_][\w.]*)\s*$")
+NOT_KERNELS = frozenset(name for name in dir(builtins) if isinstance(getattr(builtins, name), type))
+BRACKETS = {"]": 1, "[": -1}
+MAX_SUBSCRIPT = 10_000  # characters looked back for a subscript's `[` (past it: a launch, maybe)
+NEWLINE = re.compile("\n")
+
+
+def launch_lines(source: str) -> set[int]:
+    """The lines where ``source`` may launch a Triton kernel: a call of a subscript whose callee
+    is not a builtin type or a class (read by its name: kernels are functions). Where the
+    brackets cannot be matched on the text, the call counts."""
+    calls = []
+    for match in SUBSCRIPT_CALL.finditer(source):
+        depth, at, stop = 0, match.start(), max(-1, match.start() - MAX_SUBSCRIPT)
+        while at > stop:
+            depth += BRACKETS.get(source[at], 0)
+            if depth == 0:
+                break
+            at -= 1
+        callee = CALLEE.search(source, max(0, at - 200), at) if at > stop else None
+        last = callee.group(1).rsplit(".", 1)[-1] if callee else ""
+        if not (last in NOT_KERNELS or last[:1].isupper()):
+            calls.append(match.start())
+    if not calls:
+        return set()
+    newlines = [match.start() for match in NEWLINE.finditer(source)]
+    return {bisect.bisect(newlines, at) + 1 for at in calls}
+
+
 # What :func:`slice_source` returns where no rule can report anywhere in the file.
 NOTHING = Slice("", [], [])
 
@@ -310,7 +344,10 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
             # The kernels it defines, and every unit that may launch one of its own or of
             # another module's (the project index knows those kernels' contracts).
             kernels = [u for u in leaves if defines_kernel(u.text)]
-            launchers = [u for u in leaves if test(u.code)]
+            launches = launch_lines(source)
+            launchers = [
+                u for u in leaves if test(u.code) and any(u.start <= n <= u.end for n in launches)
+            ]
             if launchers or test(_outside(lines, leaves, tree)):
                 hits += kernels
                 launched += launchers
