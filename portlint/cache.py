@@ -83,25 +83,21 @@ class Cache:
     def __init__(
         self, root: Path, settings: Settings, fix_edits: bool, folder: Path | None = None
     ) -> None:
-        key = json.dumps([build_stamp(), _settings_key(settings), fix_edits], sort_keys=True)
-        name = hashlib.sha256(key.encode()).hexdigest()[:20]
+        key = [build_stamp(), _settings_key(settings), fix_edits]
         self.folder = folder or root / CACHE_DIR  # (folder: --cache-dir)
         self.fix_edits = fix_edits
-        self.file = self.folder / f"{name}.json"
-        self.entries: dict[str, list] = {}
+        self.file = self.folder / f"{table_name(key)}.json"
+        self.entries: dict[str, list] = load_table(self.file)
         self.changed = False
-        with contextlib.suppress(OSError, ValueError):
-            loaded = json.loads(self.file.read_text(encoding="utf-8"))
-            if isinstance(loaded, dict):
-                self.entries = loaded
 
     def run_lookup(self, key: str) -> list[Violation] | None:
         """The findings of the last whole run, if ``key`` (its files and their stamps) is that
         run's: a run where nothing changed is answered without joining the project again."""
-        with contextlib.suppress(OSError, ValueError, TypeError, KeyError, IndexError):
-            record = json.loads(self._run_file().read_text(encoding="utf-8"))
-            if record["key"] == key:
-                return [_load(path, row) for path, row in record["violations"]]
+        record = load_table(self._run_file())
+        if record.get("key") != key:
+            return None
+        with contextlib.suppress(ValueError, TypeError, IndexError):
+            return [_load(path, row) for path, row in record["violations"]]
         return None
 
     def run_store(self, key: str, violations: list[Violation]) -> None:
@@ -179,6 +175,20 @@ class Cache:
         if not self.changed:
             return
         save_table(self.folder, self.file, self.entries)
+
+
+def table_name(key: object) -> str:
+    """The name of the table for ``key`` (what its contents depend on, as JSON)."""
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def load_table(file: Path) -> dict:
+    """A table as :func:`save_table` wrote it; empty where it cannot be read."""
+    with contextlib.suppress(OSError, ValueError):
+        loaded = json.loads(file.read_text(encoding="utf-8"))
+        if isinstance(loaded, dict):
+            return loaded
+    return {}
 
 
 def save_table(folder: Path, file: Path, entries: dict) -> None:

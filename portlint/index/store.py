@@ -8,29 +8,20 @@ bytes the facts were read from, as in :mod:`portlint.cache`. A table that cannot
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from portlint.cache import build_stamp, file_stamp, save_table
+from portlint.cache import build_stamp, file_stamp, load_table, save_table, table_name
 
 
 class IndexStore:
     def __init__(self, folder: Path, packages: frozenset[str]) -> None:
         """The table for ``packages`` in ``folder`` (the lint cache's)."""
-        key = json.dumps([build_stamp(), sorted(packages)])
-        name = hashlib.sha256(key.encode()).hexdigest()[:20]
         self.folder = folder
-        self.file = self.folder / f"index-{name}.json"
-        self.entries: dict[str, list] = {}
+        self.file = folder / f"index-{table_name([build_stamp(), sorted(packages)])}.json"
+        self.entries: dict[str, list] = load_table(self.file)
         self.changed = False
-        with contextlib.suppress(OSError, ValueError):
-            loaded = json.loads(self.file.read_text(encoding="utf-8"))
-            if isinstance(loaded, dict):
-                self.entries = loaded
 
     def lookup(self, path: str, data_digest: str | None = None) -> dict[str, Any] | None:
         """The facts kept for ``path``, if its stamp (or, given, its digest) is theirs."""
