@@ -27,7 +27,14 @@ from pathlib import Path
 from portlint.cache import Cache
 from portlint.config import ConfigError, Configurations, Overrides
 from portlint.discovery import discover, is_excluded
-from portlint.engine import FixResult, RunResult, fix_source, lint_files, lint_source
+from portlint.engine import (
+    FILE_TIME_LIMIT,
+    FixResult,
+    RunResult,
+    fix_source,
+    lint_files,
+    lint_source,
+)
 from portlint.findings import Violation
 from portlint.settings import Settings
 
@@ -141,12 +148,13 @@ def lint_groups(
     show_silenced: bool = False,
     project: bool = False,
     reuse_run: bool = False,
+    time_limit: float = FILE_TIME_LIMIT,
 ) -> RunResult:
     """Lint each group of files with its settings (see :func:`portlint.engine.lint_files`);
     ``cache_for(settings)``: the cache of a group, or None. Caches are saved here.
     ``progress(done, total)`` counts on across the groups. ``project``: each group is one
-    project for the project index (the files that share a configuration). ``reuse_run``: see
-    :func:`~portlint.engine.lint_files`."""
+    project for the project index (the files that share a configuration). ``reuse_run``, ``time_limit``:
+    see :func:`~portlint.engine.lint_files`."""
     total = RunResult()
     for settings_, files in groups.items():
         cache = cache_for(settings_)
@@ -155,6 +163,7 @@ def lint_groups(
         result = lint_files(
             files, settings_, jobs, counted, fix_edits, cache, speedups=speedups,
             show_silenced=show_silenced, project=project, context=context, reuse_run=reuse_run,
+            time_limit=time_limit,
         )  # fmt: skip
         if cache is not None:
             cache.save()

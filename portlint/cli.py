@@ -21,6 +21,7 @@ from portlint.changes import ChangesError, changed_lines, on_changed_lines
 from portlint.config import ConfigError, Configurations, Overrides, inline_table
 from portlint.discovery import is_excluded
 from portlint.engine import (
+    FILE_TIME_LIMIT,
     SourceError,
     decode_source,
     fix_source,
@@ -88,6 +89,7 @@ class CheckOptions:
     show_settings: bool
     show_files: bool
     jobs: int | None
+    file_time_limit: float
     quiet: bool
     verbose: bool
     color: str
@@ -198,6 +200,14 @@ class UsageError(Exception):
 )
 @click.option(
     "-j", "--jobs", type=click.IntRange(min=1), help="Processes to use (default: CPU count)."
+)
+@click.option(
+    "--file-time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=FILE_TIME_LIMIT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop a file's analysis after this long and report it as too slow to analyse.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings and nothing else.")
 @click.option(
@@ -396,6 +406,7 @@ def _check(options: CheckOptions, report: Report) -> int:
             lambda settings: _cache(options, configurations, settings, fix_edits),
             speedups=True, show_silenced=options.show_silenced, project=True,
             reuse_run=not (options.fixing or options.diff),  # (fixes need the project index)
+            time_limit=options.file_time_limit,
         )  # fmt: skip
     finally:
         progress.close()

@@ -8,6 +8,7 @@ The API returns results and never prints; the CLI does the printing.
 from __future__ import annotations
 
 import ast
+import ctypes
 import dataclasses
 import json
 import os
@@ -17,7 +18,7 @@ import stat
 import tokenize
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -41,6 +42,12 @@ if TYPE_CHECKING:
 
 # Below this many files to parse, a process pool costs more to start than it saves.
 MIN_FILES_PER_WORKER = 8
+# Seconds one file may take (its read for the index, its parse and every rule) before its process
+# is stopped and the file reported as too slow to analyse; far above real code (the largest file
+# of the audit corpora takes about 5 s cold), a backstop for what the bounds of portlint.bounds
+# do not foresee.
+FILE_TIME_LIMIT = 60.0
+TOO_SLOW = "too slow to analyse"
 # A line of a file's bytes, ended as Python ends one (see portlint.findings.LINE).
 LINE_BYTES = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 # Fixes that overlap are applied over several rounds, each re-linting the result (as ruff does).
@@ -323,6 +330,7 @@ class Outcome(NamedTuple):
     error: str | None  # an internal error, where linting it crashed
     facts: dict | None = None  # what the project index reads of it (None: not asked, or no parse)
     linted: bool = True  # whether the rules ran on it (not: it was only read for the index)
+    complete: bool = True  # not: its analysis was stopped (its process died or ran out of time)
 
 
 def _lint_job(job: Job) -> Outcome:
@@ -364,6 +372,7 @@ def lint_files(
     project: bool = False,
     context: list[Path] | None = None,
     reuse_run: bool = False,
+    time_limit: float = FILE_TIME_LIMIT,
 ) -> RunResult:
     """Lint ``files``; ``progress(done, total)`` is called as parsed files complete.
 
@@ -377,7 +386,8 @@ def lint_files(
     project, read for its index only, never reported (a run on the files a commit changed still
     sees the callers and kernels of the rest of the tree). ``reuse_run``: where the cache holds a
     run of these very files, none changed since, its findings are the answer (the run's project
-    index is then not built: not for a caller that fixes).
+    index is then not built: not for a caller that fixes). ``time_limit``: the seconds one file
+    may take before it is stopped and reported as too slow to analyse.
     """
     result = RunResult(files_checked=len(files))
     read: dict[str, tuple[str, os.stat_result]] = {}  # a file's digest and status, as read
@@ -398,7 +408,8 @@ def lint_files(
     given = cache
     if packages is not None:
         settings, cache = _with_stream_helpers([*files, *others], settings, cache, store, early)
-    with _Runner(jobs or os.cpu_count() or 1, len(files) + len(others)) as runner:
+    complete = True  # (not: a file's analysis was stopped, and the run is not one to reuse)
+    with _Runner(jobs or os.cpu_count() or 1, len(files) + len(others), time_limit) as runner:
         for file in [*files, *others]:
             path = str(file)
             if path not in linted:
@@ -441,6 +452,7 @@ def lint_files(
                 )
         result.files_parsed = runner.linted
         for outcome in runner.results(progress):
+            complete = complete and outcome.complete
             result.violations.extend(outcome.violations)
             result.silenced.extend(outcome.silenced)
             if outcome.facts is not None:
@@ -464,7 +476,7 @@ def lint_files(
                 store.update(path, facts[path])
     if store is not None:
         store.save()
-    if run_key is not None and given is not None and not result.internal_errors:
+    if run_key is not None and given is not None and complete and not result.internal_errors:
         given.run_store(run_key, result.violations)
     result.violations.sort()
     result.silenced.sort()
@@ -558,24 +570,31 @@ def _top_packages(files: list[Path]) -> frozenset[str]:
 
 
 class _Runner:
-    """Runs lint jobs: in this process for a few files, else in a pool of processes started as
-    soon as there are enough jobs to pay for it, which works while the rest of the files are
-    still read and gated here.
+    """Runs lint jobs in processes of their own, so that a file whose analysis crashes its
+    process or runs past ``time_limit`` seconds is reported as that file's diagnostic and the run
+    goes on: a pool of workers started as soon as there are enough jobs to pay for it (it works
+    while the rest of the files are still read and gated here), else one forked worker once every
+    job is submitted (a fork costs about 10 ms). Where a fork is not safe (no ``fork`` start
+    method, or threads in this process) a few files are linted here, unguarded.
 
-    A worker that dies (a segfault in a native parser, the kernel's out-of-memory killer) breaks
-    the whole pool: each worker marks the job it is running (:data:`_slots`), so the jobs that
-    were running then are run again each in a process of its own, which tells the one that kills
-    its process (reported as that file's internal error) from the ones that died with it; the
-    other unfinished jobs go to a new pool."""
+    A worker that dies (a segfault in a native parser, the kernel's out-of-memory killer, or this
+    process stopping a file that ran out of time) breaks the whole pool: each worker marks the
+    job it is running and since when (:func:`_marked_job`), so the jobs that were running then
+    are run again each in a process of its own, which tells the one that kills its process
+    (reported as that file's internal error) from the ones that died with it; the other
+    unfinished jobs go to a new pool."""
 
-    def __init__(self, jobs: int, candidates: int) -> None:
+    def __init__(self, jobs: int, candidates: int, time_limit: float = FILE_TIME_LIMIT) -> None:
         # No more processes than the files could keep busy (at most ``candidates`` get parsed).
-        self.workers = min(jobs, candidates // MIN_FILES_PER_WORKER)
+        self.workers = max(1, min(jobs, candidates // MIN_FILES_PER_WORKER))
+        self.time_limit = time_limit
         self.jobs: list[Job] = []  # every job submitted, by its number
         self.linted = 0  # jobs for the rules (the others only read a file for the project index)
         self.futures: dict[Future, int] = {}  # a job's number, by its future in the pool
         self.pool: ProcessPoolExecutor | None = None
-        self.slots: Any = None  # the job each worker of the pool runs (see _marked_job)
+        self.context: Any = None  # the one forked worker's start method (None: the pool's own)
+        self.running: Any = None  # per worker of the pool: its process, job and start (_Running)
+        self.stopped: set[int] = set()  # the jobs whose process was stopped for their time
 
     @property
     def submitted(self) -> int:
@@ -601,15 +620,17 @@ class _Runner:
                 # not once in each worker.
                 import portlint.visit  # noqa: F401
 
-            self._start_pool(range(len(self.jobs)))
+            self._start_pool(range(len(self.jobs)), None)
 
-    def _start_pool(self, numbers: Iterable[int]) -> None:
+    def _start_pool(self, numbers: Iterable[int], context: Any) -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        self.slots = multiprocessing.Array("i", [-1] * self.workers, lock=False)
+        self.context = context
+        workers = self.workers if context is None else 1
+        self.running = multiprocessing.Array(_Running, [(0, -1, 0.0)] * workers, lock=False)
         taken = multiprocessing.Value("i", 0)
-        self.pool = ProcessPoolExecutor(self.workers, None, _take_slot, (self.slots, taken))
+        self.pool = ProcessPoolExecutor(workers, context, _take_slot, (self.running, taken))
         self.futures = {}
         for number in numbers:
             self._send(number)
@@ -620,6 +641,10 @@ class _Runner:
 
     def results(self, progress: Callable[[int, int], None] | None) -> Iterator[Outcome]:
         """Each job's result, as jobs complete (call once every job is submitted)."""
+        if self.pool is None and self.jobs:
+            fork = _fork_context()
+            if fork is not None:
+                self._start_pool(range(len(self.jobs)), fork)
         if self.pool is None:
             outcomes: Iterator[Outcome] = (_lint_job(job) for job in self.jobs)
         else:
@@ -630,65 +655,121 @@ class _Runner:
                 progress(done, self.submitted)
 
     def _pooled(self) -> Iterator[Outcome]:
-        from concurrent.futures import as_completed
+        from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
         while self.futures:
             unfinished = []
-            for future in as_completed(self.futures):
-                try:
-                    yield future.result()
-                except BrokenProcessPool:
-                    unfinished.append(self.futures[future])
+            waiting = set(self.futures)
+            while waiting:
+                done, waiting = wait(waiting, _TICK, FIRST_COMPLETED)
+                for future in done:
+                    try:
+                        yield future.result()
+                    except BrokenProcessPool:
+                        unfinished.append(self.futures[future])
+                self._stop_overdue()
             if not unfinished:
                 return
             assert self.pool is not None
             self.pool.shutdown()
-            running = set(self.slots).intersection(unfinished) or set(unfinished)
+            running = {worker.job for worker in self.running}.intersection(unfinished)
+            running = running or set(unfinished)
             for number in sorted(running):
-                yield _lint_alone(self.jobs[number])
-            self._start_pool(number for number in unfinished if number not in running)
+                if number in self.stopped:
+                    yield _out_of_time(self.jobs[number], self.time_limit)
+                else:
+                    yield _lint_alone(self.jobs[number], self.time_limit)
+            self._start_pool((n for n in unfinished if n not in running), self.context)
+
+    def _stop_overdue(self) -> None:
+        """Stop each worker whose job has run past the time limit (it breaks the pool)."""
+        import time
+
+        now = time.monotonic()
+        for worker in self.running:
+            overdue = worker.pid > 0 and worker.job >= 0 and now - worker.since > self.time_limit
+            if overdue and worker.job not in self.stopped:
+                self.stopped.add(worker.job)
+                os.kill(worker.pid, signal.SIGKILL)
 
 
-# In a worker of a pool: the shared array of what each worker runs, and this worker's place in it.
-_slots: Any = None
+# How often, in seconds, the pool's runner looks for a job past its time.
+_TICK = 0.5
+
+
+def _fork_context() -> Any:
+    """The ``fork`` start method, where it is there and safe: no other thread in this process
+    (a fork copies the locks other threads hold)."""
+    import multiprocessing
+    import threading
+
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        return None
+    return multiprocessing.get_context("fork")
+
+
+class _Running(ctypes.Structure):
+    """What one worker of a pool runs: its process, the job's number (-1: none), since when
+    (``time.monotonic``, one clock for every process of the machine)."""
+
+    _fields_ = [("pid", ctypes.c_int), ("job", ctypes.c_int), ("since", ctypes.c_double)]
+
+
+# In a worker of a pool: what every worker runs, and this worker's place in it.
+_workers: Any = None
 _slot = -1
 
 
-def _take_slot(slots: Any, taken: Any) -> None:
-    global _slots, _slot
+def _take_slot(running: Any, taken: Any) -> None:
+    global _workers, _slot
     with taken.get_lock():
-        _slots, _slot = slots, taken.value
+        _workers, _slot = running, taken.value
         taken.value += 1
+    _workers[_slot].pid, _workers[_slot].job = os.getpid(), -1
 
 
 def _marked_job(number: int, job: Job) -> Outcome:
-    _slots[_slot] = number
+    import time
+
+    worker = _workers[_slot]
+    worker.since = time.monotonic()
+    worker.job = number  # (after its start: a job is never seen with the start of the one before)
     outcome = _lint_job(job)
-    _slots[_slot] = -1
+    worker.job = -1
     return outcome
 
 
-def _lint_alone(job: Job) -> Outcome:
-    """``job`` run in a process of its own: its outcome, or the internal error of a process that
-    died running it."""
+def _lint_alone(job: Job, time_limit: float) -> Outcome:
+    """``job`` run in a process of its own: its outcome, or the diagnostic of a process that
+    died running it or ran out of time."""
     import multiprocessing
 
     receiving, sending = multiprocessing.Pipe(duplex=False)
     process = multiprocessing.Process(target=_send_outcome, args=(job, sending))
     process.start()
     sending.close()
-    try:
+    outcome = None
+    if not receiving.poll(time_limit):  # (a process that died is an end of the pipe: no wait)
+        process.kill()
+        process.join()
+        return _out_of_time(job, time_limit)
+    with suppress(EOFError):  # (the process died before it sent its outcome)
         outcome = receiving.recv()
-    except EOFError:
-        outcome = None
     process.join()
     if outcome is not None:
         return outcome
     code = process.exitcode or 0
     how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
     message = f"{job.path}: internal error: the process analysing it died ({how})"
-    return Outcome(job.path, [], [], message)
+    return Outcome(job.path, [], [], message, complete=False)
+
+
+def _out_of_time(job: Job, time_limit: float) -> Outcome:
+    """The outcome of a job stopped for its time: a diagnostic where the rules were to run."""
+    message = f"{TOO_SLOW} (stopped after {time_limit:g} s)"
+    found = [Violation(job.path, 1, 1, None, message)] if job.codes else []
+    return Outcome(job.path, found, [], None, linted=False, complete=False)
 
 
 def _send_outcome(job: Job, sending: Any) -> None:

@@ -33,6 +33,10 @@ class StaleCatalog(BrokenRules):
         super().__init__(
             f"portlint/catalog.py is stale ({detail}): run `python -m portlint.generate`"
         )
+        self.detail = detail
+
+    def __reduce__(self):  # (raised in a worker process, it comes back as it was raised)
+        return type(self), (self.detail,)
 
 
 def _rule_modules() -> list[str]:

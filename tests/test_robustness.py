@@ -103,21 +103,64 @@ def _segfault_on_a(real):
     return crashing
 
 
+def _stuck_on_a(real):
+    def looping(path, source, settings, **options):
+        while Path(path).name == "a.py":
+            pass  # (Python code that never ends: only the process can be stopped)
+        return real(path, source, settings, **options)
+
+    return looping
+
+
 @pytest.mark.skipif(
-    multiprocessing.get_start_method() != "fork", reason="the crash is planted in forked workers"
+    multiprocessing.get_start_method() != "fork", reason="the fault is planted in forked workers"
 )
-def test_a_worker_killed_by_a_signal_is_that_files_error_and_the_run_goes_on(tmp_path, monkeypatch):
-    tree(tmp_path, {"a.py": BUGGY, **{f"m{i}.py": BUGGY for i in range(40)}})
-    monkeypatch.setattr(engine, "lint_source", _segfault_on_a(engine.lint_source))
+@pytest.mark.parametrize("others, jobs", [(40, 2), (2, 1)], ids=["a pool", "one forked worker"])
+@pytest.mark.parametrize(
+    "plant, diagnostic",
+    [
+        (_segfault_on_a, None),
+        (_stuck_on_a, "1:1: too slow to analyse (stopped after 1.5 s)"),
+    ],
+    ids=["a segfault", "no end"],
+)
+def test_a_file_that_kills_its_process_or_never_ends_is_that_files_diagnostic(
+    tmp_path, monkeypatch, others, jobs, plant, diagnostic
+):
+    """The run goes on with every other file's findings, in a pool and in a run of a few files
+    (one worker forked for them, where they once ran in this process, unguarded)."""
+    tree(tmp_path, {"a.py": BUGGY, **{f"m{i}.py": BUGGY for i in range(others)}})
+    monkeypatch.setattr(engine, "lint_source", plant(engine.lint_source))
     settings = settings_for(tmp_path)
     files, _ = discover([tmp_path], settings)
-    result = lint_files(files, settings, jobs=2)
-    assert sorted(Path(v.path).name for v in result.violations) == sorted(
-        f"m{i}.py" for i in range(40)
-    )
-    assert result.internal_errors == [
-        f"{tmp_path / 'a.py'}: internal error: the process analysing it died (signal SIGSEGV)"
-    ]
+    result = lint_files(files, settings, jobs=jobs, time_limit=1.5)
+    found = sorted(f"{Path(v.path).name}:{v.line}:{v.col}: {v.message}" for v in result.violations)
+    expected = [f"m{i}.py" for i in range(others)]
+    assert [line.split(":")[0] for line in found if not line.startswith("a.py")] == sorted(expected)
+    if diagnostic is None:
+        assert result.internal_errors == [
+            f"{tmp_path / 'a.py'}: internal error: the process analysing it died (signal SIGSEGV)"
+        ]
+    else:
+        assert result.internal_errors == []
+        assert [line for line in found if line.startswith("a.py")] == [f"a.py:{diagnostic}"]
+
+
+def test_a_file_out_of_time_is_not_cached(tmp_path, monkeypatch):
+    """A stopped file is not cached as analysed: the next run tries it again."""
+    from portlint.cache import Cache
+
+    tree(tmp_path, {"a.py": BUGGY, "b.py": BUGGY})
+    monkeypatch.setattr(engine, "lint_source", _stuck_on_a(engine.lint_source))
+    settings = settings_for(tmp_path)
+    files, _ = discover([tmp_path], settings)
+    cache = Cache(tmp_path, settings, fix_edits=True)
+    lint_files(files, settings, jobs=1, cache=cache, time_limit=0.5)
+    assert cache.lookup(str(tmp_path / "a.py")) is None
+    assert cache.lookup(str(tmp_path / "b.py")) is not None
+    monkeypatch.undo()
+    again = lint_files(files, settings, jobs=1, cache=cache, time_limit=0.5)
+    assert sorted(Path(v.path).name for v in again.violations) == ["a.py", "b.py"]
 
 
 def test_a_file_past_the_bounds_is_a_diagnostic_among_every_other_files_findings(tmp_path):
@@ -526,3 +569,19 @@ def test_a_long_run_of_parentheses_in_a_string_is_searched_once():
     source = BUGGY + 'y = "' + "(" * 200_000 + '"\nz = torch.device((("cuda")))\n'
     found = lint_source("m.py", source, EVERY_RULE)
     assert [(v.code, v.line) for v in found] == [("PORT101", 2), ("PORT101", 4)]
+
+
+@pytest.mark.skipif(
+    multiprocessing.get_start_method() != "fork", reason="the fault is planted in forked workers"
+)
+def test_the_command_line_sets_the_time_limit_and_refuses_one_of_zero(tmp_path, monkeypatch):
+    tree(tmp_path, {"a.py": BUGGY, "b.py": BUGGY})
+    monkeypatch.setattr(engine, "lint_source", _stuck_on_a(engine.lint_source))
+    result = run_cli("check", ".", "--no-cache", "--file-time-limit", "0.5", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert "a.py:1:1: too slow to analyse (stopped after 0.5 s)" in lines
+    assert any(line.startswith("b.py:2:") for line in lines), lines
+    refused = run_cli("check", ".", "--file-time-limit", "0", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "--file-time-limit" in refused.stderr

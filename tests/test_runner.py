@@ -52,11 +52,13 @@ def test_the_pool_is_no_larger_than_the_files_can_keep_busy():
 
     assert _Runner(16, 20).workers == 20 // MIN_FILES_PER_WORKER  # 2, not 16, for 20 files
     assert _Runner(2, 3000).workers == 2
-    with _Runner(16, 10) as runner:  # too few files for a pool: run here
+    with _Runner(16, 10) as runner:  # too few files for a pool: one worker, once all are in
+        assert runner.workers == 1
         for n in range(10):
             runner.submit(Job(f"m{n}.py", "x = 1\n", Settings(), False, ["PORT101"], False, False))
         assert runner.pool is None
-        assert [done.path for done in runner.results(None)] == [f"m{n}.py" for n in range(10)]
+        done = sorted(outcome.path for outcome in runner.results(None))
+        assert done == sorted(f"m{n}.py" for n in range(10))
 
 
 def test_a_parse_without_validation_builds_the_same_tree_and_validates_again_after():
@@ -111,22 +113,36 @@ def test_a_library_caller_gets_no_process_wide_shortcut_unless_it_asks(monkeypat
 
     from portlint import visit
 
-    seen: list[tuple[bool, bool]] = []
+    log = tmp_path / "parses.txt"  # (the command line parses in a worker process)
     real_parse = cst.parse_module
 
     def parse(source):
         validating = (
             cst.CSTNode.__post_init__ is not visit.parse_unvalidated.__globals__["_no_validation"]
         )
-        seen.append((gc.isenabled(), validating))
+        with log.open("a") as parses:
+            parses.write(f"{gc.isenabled()} {validating}\n")
         return real_parse(source)
 
     monkeypatch.setattr(visit.cst, "parse_module", parse)  # (LibCST's own: every caller sees it)
     select = Settings(select=frozenset({"PORT101"}))
     assert [v.code for v in lint_source("m.py", BUGGY, select, fix_edits=False)] == ["PORT101"]
-    assert seen == [(True, True)]
-    seen.clear()
+    assert log.read_text() == "True True\n"
+    log.unlink()
     (tmp_path / "m.py").write_text(BUGGY)
     result = run_cli("check", "m.py", "--no-cache", cwd=tmp_path)
     assert result.returncode == 1, result.stdout
-    assert seen == [(False, False)]
+    assert log.read_text() == "False False\n"
+
+
+def test_a_worker_not_started_yet_is_never_taken_for_one_past_its_time():
+    """A pool's workers start as jobs come: the place of one not started runs no job (with
+    its place zeroed, job 0 "since" the clock's start would have been overdue, and process 0 to
+    stop is this process's whole group)."""
+    from portlint.engine import _Runner
+
+    with _Runner(2, 100, time_limit=0.001) as runner:
+        runner._start_pool([], None)
+        runner._stop_overdue()
+        assert runner.stopped == set()
+        assert [(worker.pid, worker.job) for worker in runner.running] == [(0, -1), (0, -1)]
