@@ -97,7 +97,7 @@ CUDA_ONLY_LIBRARIES: dict[str, str] = {
     "aiter": "AITER", "flydsl": "FlyDSL", "wave_lang": "Wave", "amdsmi": "AMD SMI",
     "pyrsmi": "ROCm SMI", "hip.hip": "hip-python", "triton.language.extra.hip": "Triton's HIP extras",
     # Both (the torch device type is "cuda" on each)
-    "flash_attn": "FlashAttention", "mscclpp": "MSCCL++",
+    "flash_attn": "FlashAttention", "mscclpp": "MSCCL++", "megatron": "Megatron-LM / Megatron Core",
 }  # fmt: skip
 
 # Words that name CUDA, ROCm, their libraries or their GPUs, in a module, folder, class, function

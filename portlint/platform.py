@@ -193,3 +193,32 @@ def first_import_of(
             if name == library or name.startswith(f"{library}."):
                 return library, line
     return None
+
+
+def library_bindings(tree: ast.Module, libraries: tuple[str, ...]) -> dict[str, str]:
+    """The names that the module's own code (outside functions and classes, under an ``if`` or
+    in a ``try`` too) binds to one of ``libraries``, with the library: ``if
+    is_megatron_lm_available(): from megatron.core import mpu`` gives ``mpu``."""
+    found: dict[str, str] = {}
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.If, ast.Try, *TRY_STAR)):
+            for field in ("body", "orelse", "finalbody"):
+                pending.extend(getattr(node, field, []))
+            for handler in getattr(node, "handlers", []):
+                pending.extend(handler.body)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                library = first_import_of([(alias.name, 0)], libraries)
+                if library is not None:
+                    found[alias.asname or alias.name.split(".")[0]] = library[0]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                library = first_import_of([(f"{node.module}.{alias.name}", 0)], libraries)
+                if library is not None and alias.name != "*":
+                    found[alias.asname or alias.name] = library[0]
+    return found
+
+
+TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # (Python 3.11 and later)

@@ -22,7 +22,8 @@ from portlint.analysis.walk import Walk
 from portlint.bounds import TOO_LARGE, python_verdict, too_deep
 from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
-from portlint.platform import ModulePlatform, module_platform
+from portlint.index.reading import cuda_predicates
+from portlint.platform import ModulePlatform, library_bindings, module_platform
 from portlint.registry import all_rules
 from portlint.rule import FileContext, Rule
 from portlint.rules.port001_unused_noqa import UnusedNoqa
@@ -234,6 +235,8 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
         settings.platform_inferences,
         settings.cuda_only_imports,
         wrapper.source,
+        cuda_predicates(job.tree),
+        library_bindings(job.tree, settings.cuda_only_imports),
     )
     wrapper.visit_batched([*visitors, guards])
     positions = wrapper.resolve(PositionProvider)

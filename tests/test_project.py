@@ -394,3 +394,23 @@ def test_a_run_where_nothing_changed_is_the_last_runs_answer(tmp_path):
     run_cli("check", "pkg", "--fix", "--unsafe-fixes", cwd=tmp_path)
     assert (tmp_path / "pkg" / "steps.py").read_text() == SYNC
     assert _findings(tmp_path) == []
+
+
+def test_a_call_guarded_by_a_function_that_returns_a_cuda_test_confines_its_callee(tmp_path):
+    """``if can_run(x): sync()``, where ``can_run`` returns ``x.is_cuda and ...``: a guard in the
+    index's reading of the caller, as in the guard analysis of its own module."""
+    caller = (
+        "import torch\n\nfrom pkg.steps import sync\n\n\n"
+        "def can_run(x):\n    return x.is_cuda and torch.version.hip is None\n\n\n"
+        "def run(x):\n    if can_run(x):\n        sync()\n"
+    )
+    plain = caller.replace("return x.is_cuda and", "return x.numel() > 4 and")
+    _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": caller})
+    # (The check itself is judged where it is: `.is_cuda` choosing a path.)
+    assert [line.split(" ")[:2] for line in _findings(tmp_path, "--no-cache")] == [
+        ["pkg/main.py:7:12:", "PORT409"]
+    ]
+    _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": plain})
+    assert [line.split(" ")[:2] for line in _findings(tmp_path, "--no-cache")] == [
+        ["pkg/steps.py:5:5:", "PORT401"]
+    ]

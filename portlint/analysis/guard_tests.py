@@ -100,6 +100,7 @@ class GuardTests(cst.BatchableCSTVisitor):
     and flags used here)."""
 
     guard_functions: set[str]
+    answering: frozenset[str]
     guard_names: list[dict[str, int]]
     cuda_only_values: set[str]
     version_names: set[str]
@@ -142,7 +143,9 @@ class GuardTests(cst.BatchableCSTVisitor):
     def _is_guard_call(self, call: cst.Call) -> bool:
         dotted = dotted_name(call.func)
         last = dotted.rsplit(".", 1)[-1] if dotted else ""
-        if dotted in self.guard_functions or (is_predicate(last) and names_cuda(last)):
+        if dotted in self.guard_functions or dotted in self.answering:
+            return True
+        if is_predicate(last) and names_cuda(last):
             return True
         if self._may_resolve_to_torch_cuda(call.func, dotted) and qualified_names(
             self, call.func

@@ -53,6 +53,7 @@ from portlint.analysis.guard_tests import (
 from portlint.analysis.names import LEAVES_BLOCK, argument, block_ends_in, dotted_name
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
+from portlint.analysis.walk import children
 from portlint.calls import call_key, definition_key
 from portlint.facts import CUDA_DEVICE_TYPES, CUDA_ONLY_SHARED_LIBRARIES, EXIT_CALLS, OTHER_DEVICES
 from portlint.platform import is_predicate, names_cuda, names_other_device, requires_cuda
@@ -116,9 +117,18 @@ class GuardAnalysis(GuardTests):
         inferences: frozenset[str] = frozenset(),
         libraries: tuple[str, ...] = (),
         source: str | None = None,
+        answering: frozenset[str] = frozenset(),
+        library_names: Mapping[str, str] | None = None,
     ) -> None:
+        """``answering``: the module's functions that answer "is this CUDA?" by what they
+        return (:func:`portlint.index.reading.cuda_predicates`), as its code calls them: a call
+        of one is a guard (the checks in them are judged where they are, as any other check).
+        ``library_names``: the names its own code binds to one of ``libraries``, with the
+        library (:func:`portlint.platform.library_bindings`)."""
         super().__init__()
         self.guard_functions = set(guard_functions)
+        self.answering = answering
+        self.library_names = library_names or {}
         self.inferences = inferences
         # Nodes that run only on CUDA (with everything under them), and why.
         self.marked: dict[cst.CSTNode, Silence] = {}
@@ -434,6 +444,8 @@ class GuardAnalysis(GuardTests):
             why = f"`{name}` is a decorator that requires CUDA"
             self._mark(node.body, Silence("tests", why, node))
         self._test_decorators(node)
+        if self.library_names and self._infers("imports"):
+            self._calls_library_first(node)
         self.guard_names.append({})
         self.function_stack.append(node)
 
@@ -564,6 +576,40 @@ class GuardAnalysis(GuardTests):
         if not self._inside_try(node):
             why = f"the function imports `{library}`, which exists only for NVIDIA or AMD GPUs"
             self._mark(self.function_stack[-1].body, Silence("imports", why, node))
+
+    def _calls_library_first(self, function: cst.FunctionDef) -> None:
+        """A function that uses a library that exists only for NVIDIA or AMD GPUs before
+        anything in it can return or raise (``args = get_args()``, where the module binds
+        ``get_args`` under ``if is_megatron_lm_available():``) runs only there, as one that
+        imports it does: off those GPUs it fails at that use whatever else it does."""
+        parameters = {p.name.value for p in _parameters(function.params)}
+        body = function.body.body
+        for statement in body if isinstance(body, Sequence) else ():
+            if isinstance(statement, cst.SimpleStatementLine):
+                used = self._library_name_in(statement, parameters)
+                if used is not None:
+                    name, library = used
+                    why = f"the function uses `{name}` of `{library}` (which exists only for NVIDIA or AMD GPUs) before it can return"
+                    self._mark(function.body, Silence("imports", why, statement))
+                    return
+            if _may_leave(statement):
+                return
+
+    def _library_name_in(self, node: cst.CSTNode, shadowed: set[str]) -> tuple[str, str] | None:
+        pending = [node]
+        while pending:
+            current = pending.pop()
+            if isinstance(current, cst.Name):
+                library = self.library_names.get(current.value)
+                if library is not None and current.value not in shadowed:
+                    return current.value, library
+            elif isinstance(current, cst.Attribute):
+                pending.append(current.value)  # (not `x.mpu`: an attribute of something else)
+            elif isinstance(current, cst.Arg):
+                pending.append(current.value)  # (not a keyword's name)
+            elif not isinstance(current, (cst.Lambda, cst.FunctionDef)):
+                pending.extend(children(current))
+        return None
 
     def _inside_try(self, node: cst.CSTNode) -> bool:
         current = self.parents.get(node)
@@ -727,3 +773,22 @@ class GuardAnalysis(GuardTests):
             why = "a choice of kernel by the tensor's device, with another path: `{code}`"
             return Silence("checks", why, test, quoted=test)
         return None
+
+
+def _parameters(parameters: cst.Parameters) -> list[cst.Param]:
+    found = [*parameters.posonly_params, *parameters.params, *parameters.kwonly_params]
+    found += [p for p in (parameters.star_arg, parameters.star_kwarg) if isinstance(p, cst.Param)]
+    return found
+
+
+def _may_leave(statement: cst.CSTNode) -> bool:
+    """Whether a statement of a function's body can end the function (a ``return``, a
+    ``raise``, a ``yield``, which makes it a generator), anywhere in it."""
+    pending = [statement]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, (cst.Return, cst.Raise, cst.Yield)):
+            return True
+        if not isinstance(current, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            pending.extend(children(current))
+    return False

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from portlint.facts import CUDA_DEVICE_TYPES, EXIT_CALLS
@@ -50,14 +51,15 @@ def dotted(node: ast.AST) -> str | None:
     return ".".join(reversed(parts))
 
 
-def says_cuda(test: ast.AST) -> bool | None:
+def says_cuda(test: ast.AST, predicates: frozenset[str] = frozenset()) -> bool | None:
     """True where ``test`` holds only on CUDA (or ROCm), False where it holds only off CUDA,
-    None where it says neither."""
+    None where it says neither. ``predicates``: the module's functions that answer "is this
+    CUDA?" (:func:`cuda_predicates`), as their callers name them."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = says_cuda(test.operand)
+        inner = says_cuda(test.operand, predicates)
         return None if inner is None else not inner
     if isinstance(test, ast.BoolOp):
-        found = [says_cuda(value) for value in test.values]
+        found = [says_cuda(value, predicates) for value in test.values]
         if isinstance(test.op, ast.And) and True in found:
             return True
         if isinstance(test.op, ast.Or) and False in found:
@@ -67,6 +69,8 @@ def says_cuda(test: ast.AST) -> bool | None:
         return _compares_cuda(test.left, test.ops[0], test.comparators[0])
     if isinstance(test, ast.Call):
         test = test.func
+        if predicates and dotted(test) in predicates:
+            return True
     name = dotted(test)
     if name is None:
         return None
@@ -141,14 +145,14 @@ def _span(test: ast.expr) -> list[int]:
     return [test.lineno, test.col_offset, test.end_lineno or 0, test.end_col_offset or 0]
 
 
-def _exits_unless_cuda(statement: ast.stmt) -> Guard:
+def _exits_unless_cuda(statement: ast.stmt, predicates: frozenset[str] = frozenset()) -> Guard:
     """``if not <CUDA>: raise`` and ``assert <CUDA>``: the rest of the block runs only on CUDA."""
     if isinstance(statement, ast.Assert):
-        return says_cuda(statement.test) is True and _span(statement.test)
+        return says_cuda(statement.test, predicates) is True and _span(statement.test)
     return (
         isinstance(statement, ast.If)
         and not statement.orelse
-        and says_cuda(statement.test) is False
+        and says_cuda(statement.test, predicates) is False
         and _leaves(statement.body)
         and _span(statement.test)
     )
@@ -162,7 +166,92 @@ def _leaves(body: list[ast.stmt]) -> bool:
     return isinstance(last, (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
-def _marked_for_cuda(decorators: list[ast.expr]) -> bool:
+def cuda_predicates(tree: ast.Module) -> frozenset[str]:
+    """The functions of a module that answer "can this run here?" for CUDA by what they return,
+    named as its code calls them (``f``; ``self.m`` for a method): every ``return`` gives a test
+    that holds only on CUDA (``return x.is_cuda and torch.version.hip is None``) or False or
+    None, or comes after an exit unless on CUDA (``if not torch.cuda.is_available(): return
+    False``). A call of one is a guard, as a call of a function named ``is_cuda_available`` is.
+    A function that only passes on one question (``return torch.cuda.is_available()``, ``return
+    x.is_cuda``) is not one: what it answers picks a device or a kernel as often as it guards
+    CUDA code, and the rules judge that question where it is asked."""
+    found: set[str] = set()
+    for statement in tree.body:
+        if isinstance(statement, FUNCTIONS) and _answers_cuda(statement):
+            found.add(statement.name)
+        elif isinstance(statement, ast.ClassDef):
+            found.update(
+                f"self.{member.name}"
+                for member in statement.body
+                if isinstance(member, FUNCTIONS) and _answers_cuda(member)
+            )
+    return frozenset(found)
+
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _answers_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    exits = [s for s in function.body if _exits_unless_cuda(s) and _falsy_exit(s)]
+    after = (exits[0].end_lineno or exits[0].lineno) if exits else None
+    answered = False  # (a return that says more than one question does)
+    for value, line in _returns_of(function.body):
+        if value is None or _is_falsy_constant(value):
+            continue
+        if after is not None and line > after:
+            answered = answered or not isinstance(value, ast.Constant)
+        elif says_cuda(value) is True:
+            answered = answered or not _one_query(value)
+        else:
+            return False  # (most functions, at their first return)
+    return answered and not _yields(function)
+
+
+def _one_query(test: ast.expr) -> bool:
+    """``torch.cuda.is_available()``, ``x.is_cuda``, ``x.device.type == "cuda"``: one question
+    about CUDA, and nothing more."""
+    return not isinstance(test, ast.BoolOp)
+
+
+def _falsy_exit(statement: ast.stmt) -> bool:
+    """An exit that answers "no" (``return False``, ``return``, ``raise``), not one that answers
+    something else."""
+    if isinstance(statement, ast.Assert):
+        return True
+    returns = _returns_of(statement.body) if isinstance(statement, ast.If) else iter(())
+    return all(value is None or _is_falsy_constant(value) for value, _ in returns)
+
+
+def _is_falsy_constant(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and (node.value is False or node.value is None)
+
+
+def _returns_of(body: list[ast.stmt]) -> Iterator[tuple[ast.expr | None, int]]:
+    """The values a function's own ``return`` statements give, with their lines (not those of
+    the functions and classes inside it): a walk of its statements, not of its expressions."""
+    pending: list[ast.AST] = list(reversed(body))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Return):
+            yield node.value, node.lineno
+        elif not isinstance(node, (*FUNCTIONS, ast.ClassDef)):
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                pending.extend(reversed(getattr(node, field, ())))
+
+
+def _yields(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``function`` is a generator (a ``yield`` of its own, not of a function in it)."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, (*FUNCTIONS, ast.ClassDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _marked_for_cuda(decorators: list[ast.expr], predicates: frozenset[str]) -> bool:
     """A test decorated to run only where CUDA is (``@require_cuda``,
     ``@pytest.mark.skipif(not torch.cuda.is_available(), ...)``, ``@unittest.skipUnless(...)``)."""
     for decorator in decorators:
@@ -172,7 +261,7 @@ def _marked_for_cuda(decorators: list[ast.expr]) -> bool:
         if requires_cuda(last):
             return True
         if call and call.args:
-            said = says_cuda(call.args[0])
+            said = says_cuda(call.args[0], predicates)
             if (last in SKIPS_IF and said is False) or (last in SKIPS_UNLESS and said is True):
                 return True
     return False
@@ -207,7 +296,8 @@ class _Reader(ast.NodeVisitor):
             elif isinstance(value, ast.AST) and not isinstance(value, LEAVES):
                 self.visit(value)
 
-    def __init__(self) -> None:
+    def __init__(self, predicates: frozenset[str]) -> None:
+        self.predicates = predicates  # the module's functions that answer "is this CUDA?"
         # What confines the code the walk is in to CUDA: a test's span, True for a name or a
         # marker, False for nothing.
         self.guarded: Guard = False
@@ -230,7 +320,7 @@ class _Reader(ast.NodeVisitor):
         self.guarded = saved or guard
         for statement in body:
             self.visit(statement)
-            self.guarded = self.guarded or _exits_unless_cuda(statement)
+            self.guarded = self.guarded or _exits_unless_cuda(statement, self.predicates)
         self.guarded = saved
 
     def visit_Module(self, node: ast.Module) -> None:
@@ -245,7 +335,7 @@ class _Reader(ast.NodeVisitor):
         self.conditional -= 1
 
     def _if(self, node: ast.If) -> None:
-        said = says_cuda(node.test)
+        said = says_cuda(node.test, self.predicates)
         self._block(node.body, said is True and _span(node.test))
         chain_other = asks_other_device(node.test)
         orelse = node.orelse
@@ -254,14 +344,15 @@ class _Reader(ast.NodeVisitor):
             branch = orelse[0]
             self.visit(branch.test)
             chain_other = chain_other and asks_other_device(branch.test)
-            self._block(branch.body, says_cuda(branch.test) is True and _span(branch.test))
+            said_here = says_cuda(branch.test, self.predicates)
+            self._block(branch.body, said_here is True and _span(branch.test))
             orelse = branch.orelse
         dispatch = chain_other and bool(orelse)
         self._block(orelse, (said is False and _span(node.test)) or dispatch)
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
         self.visit(node.test)
-        said = says_cuda(node.test)
+        said = says_cuda(node.test, self.predicates)
         self._expression(node.body, said is True and _span(node.test))
         self._expression(node.orelse, said is False and _span(node.test))
 
@@ -269,7 +360,7 @@ class _Reader(ast.NodeVisitor):
         saved = self.guarded
         for value in node.values:  # `<CUDA> and f()`: f runs only on CUDA
             self.visit(value)
-            if isinstance(node.op, ast.And) and says_cuda(value) is True:
+            if isinstance(node.op, ast.And) and says_cuda(value, self.predicates) is True:
                 self.guarded = self.guarded or _span(value)
         self.guarded = saved
 
@@ -329,7 +420,7 @@ class _Reader(ast.NodeVisitor):
             self.unit = f"{self.unit}.{node.name}" if self.unit else node.name
             self.units.append([self.unit, node.lineno, node.end_lineno or node.lineno])
         self.depth += 1
-        cuda_only = names_cuda(node.name) or _marked_for_cuda(node.decorator_list)
+        cuda_only = names_cuda(node.name) or _marked_for_cuda(node.decorator_list, self.predicates)
         self._block(node.body, cuda_only)
         self.unit, self.depth, self.conditional = saved
 
@@ -454,7 +545,7 @@ def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
     """The index's facts of one module (see the module docstring), as JSON-ready lists. Only the
     uses that can name the project's code are kept: names the module defines, or imports
     relatively or from one of ``packages`` (the top-level packages of the project)."""
-    reader = _Reader()
+    reader = _Reader(cuda_predicates(tree))
     reader.visit(tree)
     ours = {
         local
