@@ -334,6 +334,7 @@ class GuardAnalysis(GuardTests):
             isinstance(node.operator, cst.And)
             and self._infers("checks")
             and self.polarity(node.right) == 1
+            and not self._asks_answering(node.right)
         ):  # `torch.cuda.is_available() and isinstance(self, CUDABuilder)`: checked together
             why = "a check made together with `{code}`"
             self._mark(node.left, Silence("checks", why, node, quoted=node.right))
@@ -346,6 +347,12 @@ class GuardAnalysis(GuardTests):
         ):
             why = "the fallback of `{code} or ...`"
             self._mark(node.right, Silence("fallbacks", why, node, quoted=node.left))
+
+    def _asks_answering(self, test: cst.BaseExpression) -> bool:
+        """A call of a function found to answer "is this CUDA?" (``_bias_ok(x, b)``): not a
+        partner that makes a check beside it part of one test, as its own checks are judged
+        in it (each would hide the other)."""
+        return isinstance(test, cst.Call) and dotted_name(test.func) in self.answering
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         polarity = self.polarity(node.test)
