@@ -22,7 +22,7 @@ from portlint.analysis.walk import Walk
 from portlint.bounds import TOO_LARGE, python_verdict, too_deep
 from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
-from portlint.index.reading import cuda_predicates
+from portlint.index.reading import cuda_questions
 from portlint.platform import ModulePlatform, library_bindings, module_platform
 from portlint.registry import all_rules
 from portlint.rule import FileContext, Rule
@@ -235,7 +235,7 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
         settings.platform_inferences,
         settings.cuda_only_imports,
         wrapper.source,
-        cuda_predicates(job.tree),
+        cuda_questions(job.tree),
         library_bindings(job.tree, settings.cuda_only_imports),
     )
     wrapper.visit_batched([*visitors, guards])

@@ -414,3 +414,23 @@ def test_a_call_guarded_by_a_function_that_returns_a_cuda_test_confines_its_call
     assert [line.split(" ")[:2] for line in _findings(tmp_path, "--no-cache")] == [
         ["pkg/steps.py:5:5:", "PORT401"]
     ]
+
+
+def test_a_call_after_a_function_that_raises_unless_on_cuda_is_confined(tmp_path):
+    """``assert_supported(t)`` then ``sync()``, where ``assert_supported`` raises unless the
+    tensor is on CUDA: the index reads the rest of the block as running only on CUDA."""
+    caller = (
+        "from pkg.steps import sync\n\n\n"
+        "def assert_supported(t):\n    if t.device.type != 'cuda':\n"
+        "        raise RuntimeError('needs CUDA')\n\n\n"
+        "def run(t):\n    assert_supported(t)\n    sync()\n"
+    )
+    _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": caller})
+    assert _findings(tmp_path, "--no-cache") == []
+    swapped = caller.replace(
+        "    assert_supported(t)\n    sync()\n", "    sync()\n    assert_supported(t)\n"
+    )
+    _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": swapped})
+    assert [line.split(" ")[:2] for line in _findings(tmp_path, "--no-cache")] == [
+        ["pkg/steps.py:5:5:", "PORT401"]
+    ]

@@ -56,6 +56,7 @@ from portlint.analysis.scopes import NameProvider
 from portlint.analysis.walk import children
 from portlint.calls import call_key, definition_key
 from portlint.facts import CUDA_DEVICE_TYPES, CUDA_ONLY_SHARED_LIBRARIES, EXIT_CALLS, OTHER_DEVICES
+from portlint.index.reading import CudaQuestions
 from portlint.platform import is_predicate, names_cuda, names_other_device, requires_cuda
 
 SKIP_IF = {"skipif", "skipIf", "skip_if"}
@@ -117,17 +118,20 @@ class GuardAnalysis(GuardTests):
         inferences: frozenset[str] = frozenset(),
         libraries: tuple[str, ...] = (),
         source: str | None = None,
-        answering: frozenset[str] = frozenset(),
+        questions: CudaQuestions | None = None,
         library_names: Mapping[str, str] | None = None,
     ) -> None:
-        """``answering``: the module's functions that answer "is this CUDA?" by what they
-        return (:func:`portlint.index.reading.cuda_predicates`), as its code calls them: a call
-        of one is a guard (the checks in them are judged where they are, as any other check).
+        """``questions``: what the module's functions ask about CUDA by their code
+        (:class:`portlint.index.reading.CudaQuestions`): a call of one that answers is a guard
+        (the checks in it are judged where they are, as any other check), and the rest of the
+        block after a call of one that requires CUDA runs only there.
         ``library_names``: the names its own code binds to one of ``libraries``, with the
         library (:func:`portlint.platform.library_bindings`)."""
         super().__init__()
         self.guard_functions = set(guard_functions)
-        self.answering = answering
+        questions = questions or CudaQuestions()
+        self.answering = questions.answers
+        self.requiring = questions.requirements
         self.library_names = library_names or {}
         self.inferences = inferences
         # Nodes that run only on CUDA (with everything under them), and why.
@@ -246,6 +250,15 @@ class GuardAnalysis(GuardTests):
                 if self.polarity(statement.test) == 1:
                     silence = self._guard(statement.test, node, "`assert {code}`")
                     self._mark_rest_of_block(node, silence)
+            if (
+                self.requiring
+                and isinstance(statement, cst.Expr)
+                and isinstance(statement.value, cst.Call)
+                and dotted_name(statement.value.func) in self.requiring
+            ):
+                call = statement.value
+                silence = self._guard(call, node, "`{code}`, which raises unless on CUDA")
+                self._mark_rest_of_block(node, silence)
             if len(self.guard_names) > 1:  # a function's own names (its module's are bound)
                 self._bind_guard_name(statement)
             if isinstance(statement, cst.Assign):

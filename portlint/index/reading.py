@@ -21,7 +21,7 @@ import ast
 import re
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from portlint.facts import CUDA_DEVICE_TYPES, EXIT_CALLS
 from portlint.index.kernels import kernels_in
@@ -54,7 +54,7 @@ def dotted(node: ast.AST) -> str | None:
 def says_cuda(test: ast.AST, predicates: frozenset[str] = frozenset()) -> bool | None:
     """True where ``test`` holds only on CUDA (or ROCm), False where it holds only off CUDA,
     None where it says neither. ``predicates``: the module's functions that answer "is this
-    CUDA?" (:func:`cuda_predicates`), as their callers name them."""
+    CUDA?" (:attr:`CudaQuestions.answers`), as their callers name them."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = says_cuda(test.operand, predicates)
         return None if inner is None else not inner
@@ -166,26 +166,60 @@ def _leaves(body: list[ast.stmt]) -> bool:
     return isinstance(last, (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
-def cuda_predicates(tree: ast.Module) -> frozenset[str]:
-    """The functions of a module that answer "can this run here?" for CUDA by what they return,
-    named as its code calls them (``f``; ``self.m`` for a method): every ``return`` gives a test
-    that holds only on CUDA (``return x.is_cuda and torch.version.hip is None``) or False or
-    None, or comes after an exit unless on CUDA (``if not torch.cuda.is_available(): return
-    False``). A call of one is a guard, as a call of a function named ``is_cuda_available`` is.
-    A function that only passes on one question (``return torch.cuda.is_available()``, ``return
-    x.is_cuda``) is not one: what it answers picks a device or a kernel as often as it guards
-    CUDA code, and the rules judge that question where it is asked."""
-    found: set[str] = set()
+class CudaQuestions(NamedTuple):
+    """What the functions of a module ask about CUDA, by their code rather than their names, as
+    the module's code calls them (``f``; ``self.m`` for a method)."""
+
+    # Those that answer "can this run here?" for CUDA by what they return: every ``return``
+    # gives a test that holds only on CUDA (``return x.is_cuda and torch.version.hip is None``)
+    # or False or None, or comes after an exit unless on CUDA (``if not
+    # torch.cuda.is_available(): return False``). A call of one is a guard, as a call of a
+    # function named ``is_cuda_available`` is. One that only passes on one question (``return
+    # torch.cuda.is_available()``, ``return x.is_cuda``) is not: what it answers picks a device
+    # or a kernel as often as it guards CUDA code, and the rules judge that question where it
+    # is asked.
+    answers: frozenset[str] = frozenset()
+    # Those that raise unless on CUDA before they can return (``if t.device.type != "cuda":
+    # raise RuntimeError(...)``, ``assert x.is_cuda``): the rest of a block after a call of one
+    # runs only on CUDA, as after the check itself.
+    requirements: frozenset[str] = frozenset()
+
+
+def cuda_questions(tree: ast.Module) -> CudaQuestions:
+    """The :class:`CudaQuestions` of a module's functions and methods."""
+    functions = [
+        (statement.name, statement) for statement in tree.body if isinstance(statement, FUNCTIONS)
+    ]
     for statement in tree.body:
-        if isinstance(statement, FUNCTIONS) and _answers_cuda(statement):
-            found.add(statement.name)
-        elif isinstance(statement, ast.ClassDef):
-            found.update(
-                f"self.{member.name}"
+        if isinstance(statement, ast.ClassDef):
+            functions += [
+                (f"self.{member.name}", member)
                 for member in statement.body
-                if isinstance(member, FUNCTIONS) and _answers_cuda(member)
-            )
-    return frozenset(found)
+                if isinstance(member, FUNCTIONS)
+            ]
+    answers = frozenset(name for name, function in functions if _answers_cuda(function))
+    requirements = frozenset(name for name, function in functions if _requires_cuda(function))
+    return CudaQuestions(answers, requirements)
+
+
+def _requires_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    for statement in function.body:
+        if _exits_unless_cuda(statement) and _raises(statement):
+            return True
+        if next(_returns_of([statement]), None) is not None:
+            return False  # (it may return before the check)
+    return False
+
+
+def _raises(statement: ast.stmt) -> bool:
+    """``assert ...``, or an ``if`` whose block ends in ``raise`` and holds no ``return``."""
+    if isinstance(statement, ast.Assert):
+        return True
+    return (
+        isinstance(statement, ast.If)
+        and isinstance(statement.body[-1], ast.Raise)
+        and next(_returns_of(statement.body), None) is None
+    )
 
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -211,6 +245,14 @@ def _one_query(test: ast.expr) -> bool:
     """``torch.cuda.is_available()``, ``x.is_cuda``, ``x.device.type == "cuda"``: one question
     about CUDA, and nothing more."""
     return not isinstance(test, ast.BoolOp)
+
+
+def _requires(statement: ast.stmt, requirements: frozenset[str]) -> Guard:
+    """A call, as a statement, of a function that raises unless on CUDA: the span of the call."""
+    if not (requirements and isinstance(statement, ast.Expr)):
+        return False
+    call = statement.value
+    return isinstance(call, ast.Call) and dotted(call.func) in requirements and _span(call)
 
 
 def _falsy_exit(statement: ast.stmt) -> bool:
@@ -296,8 +338,9 @@ class _Reader(ast.NodeVisitor):
             elif isinstance(value, ast.AST) and not isinstance(value, LEAVES):
                 self.visit(value)
 
-    def __init__(self, predicates: frozenset[str]) -> None:
-        self.predicates = predicates  # the module's functions that answer "is this CUDA?"
+    def __init__(self, questions: CudaQuestions) -> None:
+        self.predicates = questions.answers  # the module's functions that answer "is this CUDA?"
+        self.requirements = questions.requirements  # and those that raise unless on CUDA
         # What confines the code the walk is in to CUDA: a test's span, True for a name or a
         # marker, False for nothing.
         self.guarded: Guard = False
@@ -320,7 +363,11 @@ class _Reader(ast.NodeVisitor):
         self.guarded = saved or guard
         for statement in body:
             self.visit(statement)
-            self.guarded = self.guarded or _exits_unless_cuda(statement, self.predicates)
+            self.guarded = (
+                self.guarded
+                or _exits_unless_cuda(statement, self.predicates)
+                or _requires(statement, self.requirements)
+            )
         self.guarded = saved
 
     def visit_Module(self, node: ast.Module) -> None:
@@ -545,7 +592,7 @@ def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
     """The index's facts of one module (see the module docstring), as JSON-ready lists. Only the
     uses that can name the project's code are kept: names the module defines, or imports
     relatively or from one of ``packages`` (the top-level packages of the project)."""
-    reader = _Reader(cuda_predicates(tree))
+    reader = _Reader(cuda_questions(tree))
     reader.visit(tree)
     ours = {
         local
