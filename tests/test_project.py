@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+from pathlib import Path
 
 import pytest
 
@@ -433,4 +434,16 @@ def test_a_call_after_a_function_that_raises_unless_on_cuda_is_confined(tmp_path
     _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": swapped})
     assert [line.split(" ")[:2] for line in _findings(tmp_path, "--no-cache")] == [
         ["pkg/steps.py:5:5:", "PORT401"]
+    ]
+
+
+def test_a_worker_spawned_only_by_a_test_skipped_below_two_gpus_runs_only_on_cuda(tmp_path):
+    """``mp.spawn(_worker)`` in a helper that only a test marked ``skipif(torch.cuda.device_count()
+    < 2)`` calls: the worker's CUDA code is the test's."""
+    worker = (Path(__file__).parent / "fixtures" / "platform_device_counts.py").read_text()
+    _project(tmp_path, {"pkg/test_spawn.py": worker})
+    assert [line.split(" ")[:2] for line in _findings(tmp_path, "--no-cache")] == [
+        ["pkg/test_spawn.py:46:35:", "PORT401"],
+        ["pkg/test_spawn.py:50:8:", "PORT401"],
+        ["pkg/test_spawn.py:51:9:", "PORT401"],
     ]

@@ -15,9 +15,24 @@ from portlint.analysis.names import dotted_name, qualified_names
 from portlint.analysis.scopes import NameProvider
 from portlint.analysis.walk import children
 from portlint.facts import CUDA_DEVICE_TYPES, OTHER_DEVICES
-from portlint.platform import is_predicate, names_cuda, names_other_device, words
+from portlint.platform import (
+    SWAPPED,
+    count_says_cuda,
+    is_predicate,
+    names_cuda,
+    names_other_device,
+    words,
+)
 
-GUARD_QUALIFIED = {"torch.cuda.is_available", "torch.cuda.is_initialized"}
+GUARD_QUALIFIED = {
+    "torch.cuda.is_available",
+    "torch.cuda.is_initialized",
+    "torch.cuda.device_count",
+}
+_OPERATORS = {
+    cst.GreaterThan: ">", cst.GreaterThanEqual: ">=", cst.LessThan: "<",
+    cst.LessThanEqual: "<=", cst.Equal: "==", cst.NotEqual: "!=",
+}  # fmt: skip
 GUARD_ATTRIBUTES = {"is_cuda", "torch.version.cuda", "torch.version.hip"}
 VERSION_ATTRIBUTES = {"torch.version.cuda", "torch.version.hip"}
 # Words of a test that asks which torch it runs under (`is_torch_greater_or_equal_than_2_7`,
@@ -208,6 +223,9 @@ class GuardTests(cst.BatchableCSTVisitor):
             and dotted_name(test.left) in self.cuda_only_values
         ):  # `self.alt_stream is not None`, where it is a CUDA stream or None
             return {cst.IsNot: 1, cst.Is: -1}.get(type(operator), 0)
+        counted = self._count_polarity(test.left, operator, target.comparator)
+        if counted:
+            return counted
         values = string_values(target.comparator) or string_values(test.left)
         if values:
             if not all(v in CUDA_DEVICE_TYPES for v in values):
@@ -215,6 +233,32 @@ class GuardTests(cst.BatchableCSTVisitor):
         elif not any(self._names_cuda_constant(side) for side in (test.left, target.comparator)):
             return 0
         return 1 if positive else -1 if negative else 0
+
+    def _count_polarity(
+        self, left: cst.BaseExpression, operator: cst.CSTNode, right: cst.BaseExpression
+    ) -> int:
+        """``torch.cuda.device_count() >= 2`` (+1), ``torch.cuda.device_count() < 2`` (-1)."""
+        symbol = _OPERATORS.get(type(operator))
+        if symbol is None:
+            return 0
+        if isinstance(left, cst.Integer):
+            left, right, symbol = right, left, SWAPPED[symbol]
+        if not (isinstance(right, cst.Integer) and self._is_count(left)):
+            return 0
+        return count_says_cuda(symbol, int(right.evaluated_value))
+
+    def _is_count(self, node: cst.BaseExpression) -> bool:
+        """``torch.cuda.device_count()``, or the length of a sequence of torch's CUDA module,
+        which has an entry per CUDA device (``len(torch.cuda.default_generators)``)."""
+        if not isinstance(node, cst.Call):
+            return False
+        dotted = dotted_name(node.func) or ""
+        if dotted == "len" and len(node.args) == 1:
+            return (dotted_name(node.args[0].value) or "").startswith("torch.cuda.")
+        return dotted.endswith("cuda.device_count") or (
+            self._may_resolve_to_torch_cuda(node.func, dotted or None)
+            and "torch.cuda.device_count" in qualified_names(self, node.func)
+        )
 
     def other_device(self, test: cst.BaseExpression, cpu: bool = True) -> bool:
         """Whether ``test`` asks about a device other than CUDA (``is_xpu()``,

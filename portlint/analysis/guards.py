@@ -487,7 +487,7 @@ class GuardAnalysis(GuardTests):
         for decorator in node.decorators:
             why = self._cuda_only_marker(decorator.decorator)
             if why:
-                silence = Silence("tests", f"{why}: `@{{code}}`", decorator, quoted=decorator)
+                silence = Silence("tests", f"{why}: `{{code}}`", decorator, quoted=decorator)
                 self._mark(node.body, silence)
 
     def _cuda_only_marker(self, marker: cst.BaseExpression, depth: int = 0) -> str | None:

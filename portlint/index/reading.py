@@ -26,6 +26,8 @@ from typing import Any, ClassVar, NamedTuple
 from portlint.facts import CUDA_DEVICE_TYPES, EXIT_CALLS
 from portlint.index.kernels import kernels_in
 from portlint.platform import (
+    SWAPPED,
+    count_says_cuda,
     is_predicate,
     names_cuda,
     names_other_device,
@@ -105,7 +107,35 @@ def _compares_cuda(left: ast.AST, op: ast.cmpop, right: ast.AST) -> bool | None:
         and all(_is_cuda_string(e) for e in right.elts)
     ):
         return True
-    return None
+    return _compares_count(left, op, right)
+
+
+_OPERATORS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
+
+
+def _compares_count(left: ast.AST, op: ast.cmpop, right: ast.AST) -> bool | None:
+    """``torch.cuda.device_count() >= 2`` (True), ``torch.cuda.device_count() < 2`` (False)."""
+    operator = _OPERATORS.get(type(op))
+    if operator is None:
+        return None
+    if _is_count(right) and isinstance(left, ast.Constant):
+        left, right, operator = right, left, SWAPPED[operator]
+    number = right.value if isinstance(right, ast.Constant) else None
+    if not (_is_count(left) and type(number) is int):
+        return None
+    said = count_says_cuda(operator, number)
+    return None if not said else said == 1
+
+
+def _is_count(node: ast.AST) -> bool:
+    """``torch.cuda.device_count()``, or the length of a sequence of torch's CUDA module, which
+    has an entry per CUDA device (``len(torch.cuda.default_generators)``)."""
+    if not isinstance(node, ast.Call):
+        return False
+    name = dotted(node.func) or ""
+    if name == "len" and len(node.args) == 1:
+        return (dotted(node.args[0]) or "").startswith("torch.cuda.")
+    return name.endswith("cuda.device_count")
 
 
 def _is_cuda_string(node: ast.AST) -> bool:
