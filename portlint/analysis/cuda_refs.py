@@ -14,24 +14,35 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 import libcst as cst
 from libcst.metadata import BatchableMetadataProvider
 
-from portlint.analysis.device_scope import device_in_scope
+from portlint.analysis.device_scope import (
+    DEFAULT_DEVICE_EXPRESSION,
+    ScopeDevice,
+    device_type,
+    fix_device,
+    message_device,
+)
 from portlint.analysis.names import argument, dotted_name, qualified_names
+from portlint.analysis.object_uses import made_by, uses_only
+from portlint.analysis.streams import makes_stream
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
 from portlint.cuda_api import (
     APIS,
     BY_NAME,
+    DEVICE_MODULE,
     DISTRIBUTED,
     IS_CUDA,
-    OTHER_API,
+    MEMBERS,
     CudaApi,
     format_version,
     lookup,
+    suggestion,
 )
 from portlint.evidence import CUDA_REFERENCE
 from portlint.findings import Fix
@@ -148,11 +159,6 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
         return None
 
 
-def _device_type(expression: str) -> str:
-    """The device type of a device expression (a `device` parameter may be a string)."""
-    return f"torch.device({expression}).type" if expression == "device" else f"{expression}.type"
-
-
 def _as_keyword(arg: cst.Arg, name: str) -> cst.Arg:
     return arg.with_changes(
         keyword=cst.Name(name),
@@ -191,18 +197,23 @@ class CudaApiRule(Rule):
                 continue
             if target is not None and target < reference.api.since:
                 continue
-            self.report(node, self.message(reference), fix=self._fix(reference, node))
+            device = message_device(self, node)
+            self.report(node, self.message(reference, device), fix=self._fix(reference, node))
 
     @staticmethod
-    def message(reference: CudaReference) -> str:
-        api = reference.api
-        name, replacement = reference.qualified, api.replacement
-        if api is OTHER_API and name != "torch.cuda":
-            replacement = f"{api.replacement}.{name.rsplit('.', 1)[1]}"
+    def message(reference: CudaReference, device: ScopeDevice) -> str:
+        """What to use instead, with the device in scope where the replacement takes one."""
+        api, name = reference.api, reference.qualified
+        replacement = suggestion(name) if api.family != DISTRIBUTED else api.replacement
+        if replacement is None:
+            return f"`{name}` is CUDA-only, and torch has no portable equivalent"
+        module = "torch.get_device_module()" if device.expression == DEFAULT_DEVICE_EXPRESSION else (
+            f"torch.get_device_module({device.expression})"
+        )  # fmt: skip
+        replacement = replacement.replace(DEVICE_MODULE, module)
         if api.family == DISTRIBUTED:
-            name, replacement = 'backend="nccl"', f"{replacement}(device)"
-        if not replacement.startswith("`"):
-            replacement = f"`{replacement}`"
+            name, replacement = 'backend="nccl"', f"{replacement}({device.expression})"
+        replacement = api.usage or f"`{replacement}`"
         text = f"`{name}` is CUDA-only; use {replacement} (torch ≥ {format_version(api.since)})"
         return f"{text}: {api.note}" if api.note else text
 
@@ -211,13 +222,19 @@ class CudaApiRule(Rule):
         if api.fix is None:
             return None
         if api.family == DISTRIBUTED:
-            device = device_in_scope(self, node)
+            device = fix_device(self, node).as_device()
             new: cst.CSTNode = cst.parse_expression(f"{api.replacement}({device})")
             old: cst.CSTNode = node
         elif api.alias:
             old, new = node, cst.parse_expression(api.replacement)
         elif call is None or any(arg.star for arg in call.args):
             return None
+        elif api.returns and not uses_only(self, call, MEMBERS[api.returns]):
+            return None  # `.cuda_stream`, or the object goes where its type matters
+        elif api.takes_stream and not (
+            call.args and made_by(self, call.args[0].value, partial(makes_stream, self))
+        ):
+            return None  # it may be None, or no stream
         elif api.argument_is_context:
             if not reference.with_item or len(call.args) != 1 or call.args[0].keyword:
                 return None
@@ -245,7 +262,7 @@ class CudaApiRule(Rule):
                 arg = arg.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)
             args.append(arg)
         if api.device_first:
-            device = cst.parse_expression(_device_type(device_in_scope(self, node)))
+            device = cst.parse_expression(device_type(fix_device(self, call)))
             comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
             args.insert(0, cst.Arg(device, comma=comma if args else cst.MaybeSentinel.DEFAULT))
         return args
@@ -254,7 +271,7 @@ class CudaApiRule(Rule):
     def documentation(cls) -> str:
         """The docstring, then the family's rows of the mapping table."""
         rows = [
-            f"| `{api.name}` | {api.replacement if api.replacement.startswith('`') else f'`{api.replacement}`'}"
+            f"| `{api.name}` | {api.usage or f'`{api.replacement}`'}"
             f" | {format_version(api.since)} | {api.fix or 'none'} |"
             for api in APIS
             if api.family == cls.family

@@ -74,10 +74,10 @@ class CudaStreamApi(CudaApiRule):
             fixed="import torch\ndone = torch.Event(enable_timing=True)\n",
         ),
         Invalid(
-            "import torch\nwith torch.cuda.stream(side):\n    pass\n",
-            2,
+            "import torch\nside = torch.Stream()\nwith torch.cuda.stream(side):\n    pass\n",
+            3,
             6,
-            fixed="import torch\nwith side:\n    pass\n",
+            fixed="import torch\nside = torch.Stream()\nwith side:\n    pass\n",
         ),
         Invalid(
             "from torch.cuda import current_stream\ns = current_stream()\n",
@@ -87,10 +87,11 @@ class CudaStreamApi(CudaApiRule):
             "s = torch.accelerator.current_stream()\n",
         ),
         Invalid(
-            "import torch\ntorch.cuda.set_stream(side)\n",
-            2,
+            "import torch\nprev = torch.accelerator.current_stream()\ntorch.cuda.set_stream(prev)\n",
+            3,
             1,
-            fixed="import torch\ntorch.accelerator.set_stream(side)\n",
+            fixed="import torch\nprev = torch.accelerator.current_stream()\n"
+            "torch.accelerator.set_stream(prev)\n",
         ),
         Invalid("import torch\nok = isinstance(side, torch.cuda.Stream)\n", 2, 23),
     ]
