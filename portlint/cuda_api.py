@@ -58,6 +58,7 @@ class CudaApi:
     # a member of it (MEMBERS) or goes to a stream API.
     returns: str = ""
     takes_stream: bool = False  # the fix needs its argument to be a stream, never None
+    guard: bool = False  # code may be guarded by it: no fix in a condition
 
 
 def _memory(name: str, replacement: str, since: Version = (2, 9)) -> CudaApi:
@@ -76,8 +77,11 @@ APIS: tuple[CudaApi, ...] = (
     CudaApi("torch.cuda.synchronize", DEVICE, "torch.accelerator.synchronize", (2, 6), SAFE,
             device_positional=True),
     CudaApi("torch.cuda.device_count", DEVICE, "torch.accelerator.device_count", (2, 6), UNSAFE,
-            note="it counts the devices of whatever accelerator is present, not only CUDA ones"),
-    CudaApi("torch.cuda.is_available", DEVICE, "torch.accelerator.is_available", (2, 6), UNSAFE,
+            note="it counts the devices of whatever accelerator is present, not only CUDA ones",
+            guard=True),
+    # No fix: the code behind the check is what must become portable first; rewritten alone, the
+    # check would let CUDA-only code run on XPU, NPU and MPS.
+    CudaApi("torch.cuda.is_available", DEVICE, "torch.accelerator.is_available", (2, 6),
             note="it is true on XPU, NPU and MPS too: code behind it must be portable as well"),
     CudaApi("torch.cuda.current_device", DEVICE, "torch.accelerator.current_device_index",
             (2, 7), SAFE),

@@ -25,6 +25,10 @@ PROJECTS = (
 )
 
 
+def _under_torch(module: str | None) -> bool:
+    return module is not None and (module == "torch" or module.startswith("torch."))
+
+
 def bindings(tree: ast.Module) -> dict[str, str]:
     """Local name -> the qualified name it is bound to, for names bound to torch or under it."""
     bound: dict[str, str] = {}
@@ -36,10 +40,9 @@ def bindings(tree: ast.Module) -> dict[str, str]:
                         bound[alias.asname] = alias.name
                     else:
                         bound["torch"] = "torch"
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module == "torch" or node.module.startswith("torch."):
-                for alias in node.names:
-                    bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and _under_torch(node.module):
+            for alias in node.names:
+                bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     return bound
 
 

@@ -29,9 +29,9 @@ from portlint.analysis.device_scope import (
 )
 from portlint.analysis.names import argument, dotted_name, qualified_names
 from portlint.analysis.object_uses import made_by, uses_only
-from portlint.analysis.streams import makes_stream
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
+from portlint.analysis.streams import makes_stream
 from portlint.cuda_api import (
     APIS,
     BY_NAME,
@@ -168,6 +168,22 @@ def _as_keyword(arg: cst.Arg, name: str) -> cst.Arg:
     )
 
 
+def _in_test(rule, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is part of a condition: the test of an ``if``, ``while``, conditional
+    expression or ``assert``, or an operand of ``and``/``or``/``not``."""
+    child, current = node, rule.get_metadata(ParentProvider, node, None)
+    while current is not None and not isinstance(current, cst.BaseSuite):
+        if isinstance(current, (cst.BooleanOperation, cst.UnaryOperation)):
+            return True
+        if (
+            isinstance(current, (cst.If, cst.While, cst.IfExp, cst.Assert))
+            and child is current.test
+        ):
+            return True
+        child, current = current, rule.get_metadata(ParentProvider, current, None)
+    return False
+
+
 # The nodes a reference is reported on: a name or attribute chain, or a `backend="nccl"` string.
 REFERENCE_NODES = (cst.Name, cst.Attribute, cst.SimpleString)
 
@@ -219,8 +235,10 @@ class CudaApiRule(Rule):
 
     def _fix(self, reference: CudaReference, node: cst.CSTNode) -> Fix | None:
         api, call = reference.api, reference.call
-        if api.fix is None:
+        if api.fix is None or (api.family != DISTRIBUTED and self._imported_from_cuda(node)):
             return None
+        if api.guard and _in_test(self, node):
+            return None  # the code it guards may be CUDA-only: true elsewhere, it would run there
         if api.family == DISTRIBUTED:
             device = fix_device(self, node).as_device()
             new: cst.CSTNode = cst.parse_expression(f"{api.replacement}({device})")
@@ -247,6 +265,14 @@ class CudaApiRule(Rule):
             new = call.with_changes(func=cst.parse_expression(api.replacement), args=args)
         message = f"Use `{api.replacement}`"
         return self.build_fix(Rewrite(replace={id(old): new}, imports={"torch"}), api.fix, message)
+
+    def _imported_from_cuda(self, node: cst.CSTNode) -> bool:
+        """Whether ``node``'s first name was imported from torch.cuda (``from torch import cuda``,
+        ``from torch.cuda import synchronize``): a fix would leave that import unused."""
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        return any(q.startswith("torch.cuda") for q in qualified_names(self, root))
 
     def _arguments(self, api: CudaApi, call: cst.Call, node: cst.CSTNode) -> list[cst.Arg] | None:
         """The call's arguments as the replacement takes them; None if they cannot be mapped."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from portlint.analysis.names import dotted_name
+from portlint.analysis.names import dotted_name, is_cuda_device_literal
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.walk import children
 
@@ -160,8 +160,10 @@ def device_in_scope(rule, node: cst.CSTNode, replaced: cst.CSTNode) -> ScopeDevi
     if device is not None and not _admits_none(device) and "device" not in excluded:
         return ScopeDevice("device", _is_torch_device(device.annotation))
     worker = params.get("worker")
-    if worker is not None and worker.default is None and not (
-        "worker" in assigned or "worker.device" in excluded
+    if (
+        worker is not None
+        and worker.default is None
+        and not ("worker" in assigned or "worker.device" in excluded)
     ):
         return ScopeDevice("worker.device", True)
     found = _self_device(rule, node, function, params)
@@ -187,7 +189,8 @@ def _self_device(
         return None
     methods = [s for s in class_def.body.body if isinstance(s, cst.FunctionDef)]
     if any(
-        m.name.value == "device" and any(dotted_name(d.decorator) == "property" for d in m.decorators)
+        m.name.value == "device"
+        and any(dotted_name(d.decorator) == "property" for d in m.decorators)
         for m in methods
     ):
         return ScopeDevice("self.device", False)
@@ -221,8 +224,7 @@ def _device_value(value: cst.BaseExpression, params: dict[str, cst.Param]) -> Sc
     """What ``self.device = value`` makes ``self.device``: a device, something that may be a
     string or an index, or (None) not the accelerator at all (``None``, ``"cpu"``)."""
     if isinstance(value, (cst.SimpleString, cst.FormattedString)):
-        text = value.evaluated_value if isinstance(value, cst.SimpleString) else None
-        return ScopeDevice("self.device", False) if text and text.startswith("cuda") else None
+        return ScopeDevice("self.device", False) if is_cuda_device_literal(value) else None
     if isinstance(value, cst.Name):
         if value.value == "None":
             return None
@@ -232,7 +234,9 @@ def _device_value(value: cst.BaseExpression, params: dict[str, cst.Param]) -> Sc
         return ScopeDevice("self.device", param is not None and _is_torch_device(param.annotation))
     if isinstance(value, cst.Call) and dotted_name(value.func) in ("torch.device", "device"):
         first = value.args[0].value if value.args else None
-        if isinstance(first, cst.SimpleString) and not str(first.evaluated_value).startswith("cuda"):
+        if isinstance(first, cst.SimpleString) and not str(first.evaluated_value).startswith(
+            "cuda"
+        ):
             return None  # a CPU (or meta) device: not the accelerator
         return ScopeDevice("self.device", True)
     if isinstance(value, cst.Attribute) and value.attr.value == "device":

@@ -55,6 +55,7 @@ def _use(rule, node: cst.CSTNode, members: frozenset[str]) -> bool:
 
 def _bound_uses(rule, target: cst.BaseExpression, members: frozenset[str]) -> bool:
     """Every use of what ``target`` (a name or ``self.x``) is bound to, in its scope."""
+    uses: list[cst.CSTNode]
     if isinstance(target, cst.Name):
         scope = _scope(rule, target)
         uses = [

@@ -61,12 +61,18 @@ class HardcodedCudaDevice(Rule):
     accelerator.
 
     ## Fix safety
-    Unsafe: the fix replaces the hardcoded device with the device already in scope — a `device`
-    parameter, `worker.device` for a `worker` parameter, `self.device` in a class that sets it,
-    `x.device` for a parameter annotated as a tensor — and otherwise with
+    Unsafe: it changes where tensors live off CUDA, and is offered only where it keeps the
+    program's meaning on CUDA. A device without an index becomes the device already in scope —
+    a `device` parameter (not one that may be None), `worker.device` for a `worker` parameter,
+    `self.device` in a class whose `__init__` sets it (before the line, and not to the CPU;
+    `torch.device(self.device)` where it may hold an index or a string) — and otherwise
     `torch.accelerator.current_accelerator()` (or the configured `device-expression`), adding
-    `import torch` where needed. That is what the code meant in the cases the rule was built from,
-    but it changes where tensors live, and drops the index of `"cuda:1"`.
+    `import torch` where needed. Never the name being assigned (`self.device = self.device`), the
+    value being converted (`torch.device(f"cuda:{device}")`), nor a parameter from its own
+    default. A tensor's `.device` is suggested, never written: the tensor may be on the CPU. A
+    device with an index keeps it: `"cuda:1"` becomes
+    `torch.device(torch.accelerator.current_accelerator().type, 1)`, `f"cuda:{i}"` becomes
+    `f"{torch.accelerator.current_accelerator().type}:{i}"`.
 
     ## References
     - vLLM #55245: hardcoded device in `spec_decode_rejection_warmup`

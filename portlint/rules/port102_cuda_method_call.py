@@ -38,10 +38,12 @@ class CudaMethodCall(Rule):
     ```
 
     ## Fix safety
-    Unsafe: `.cuda(...)` becomes `.to(<device in scope>, ...)`, keeping keyword arguments such as
-    `non_blocking=True` and dropping a device index. The device in scope is chosen as for PORT101
-    (a `device` parameter, `worker.device`, `self.device`, a tensor parameter's `.device`, else
-    `torch.accelerator.current_accelerator()`).
+    Unsafe: `.cuda(i)` becomes `.to(i)` (the same move on CUDA, index and all), `.cuda()` becomes
+    `.to(<device in use>)`, keeping keyword arguments such as `non_blocking=True`. The device in
+    use is chosen as for PORT101 (a `device` parameter, `worker.device`, `self.device`, else
+    `torch.accelerator.current_accelerator()`): never the tensor's own `.device`, which would
+    make the move a no-op, nor another tensor's. `.cuda(i, True)` has no fix (`.to` takes its
+    positional arguments in another order).
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.Tensor.cuda.html
@@ -120,7 +122,9 @@ class CudaMethodCall(Rule):
             args=[cst.Arg(target), *keywords],
         )
         code = cst.Module([]).code_for_node(target)
-        rewrite = Rewrite(replace={id(node): moved}, imports={"torch"} if "torch." in code else set())
+        rewrite = Rewrite(
+            replace={id(node): moved}, imports={"torch"} if "torch." in code else set()
+        )
         self._report(node, self.build_fix(rewrite, UNSAFE, f"Use `.to({code})`"), suggested)
 
     def _report(self, node: cst.Call, fix: Fix | None, suggested: str) -> None:

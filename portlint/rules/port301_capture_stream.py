@@ -18,10 +18,10 @@ from portlint.analysis.names import (
     method_name,
     qualified_names,
 )
+from portlint.analysis.object_uses import made_by
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.positions import PositionProvider
 from portlint.analysis.scopes import NameProvider
-from portlint.analysis.object_uses import made_by
 from portlint.analysis.streams import StreamSource, makes_stream, stream_source
 from portlint.cuda_api import BY_NAME
 from portlint.evidence import CAPTURE
