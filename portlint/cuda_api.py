@@ -28,6 +28,9 @@ DEVICE, STREAMS, MEMORY, RNG, AUTOCAST, DISTRIBUTED, GRAPHS, PROFILING, OTHER = 
 )  # fmt: skip
 
 NEWEST_KNOWN: Version = (2, 13)
+# The module of the device in use: `torch.get_device_module(device)` (`torch.cpu`, `torch.xpu`,
+# `torch.mps`, `torch.mtia`, or an out-of-tree one such as torch_npu's `torch.npu`).
+DEVICE_MODULE = "torch.get_device_module(device)"
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class CudaApi:
     returns: str = ""
     takes_stream: bool = False  # the fix needs its argument to be a stream, never None
     guard: bool = False  # code may be guarded by it: no fix in a condition
+    takes_index: bool = False  # the replacement takes an index only: fixed where one is given
 
 
 def _memory(name: str, replacement: str, since: Version = (2, 9)) -> CudaApi:
@@ -89,9 +93,9 @@ APIS: tuple[CudaApi, ...] = (
             device_positional=True),
     CudaApi("torch.cuda.device", DEVICE, "torch.accelerator.device_index", (2, 8), UNSAFE,
             note="it takes a device index only, not a `torch.device` or a string",
-            device_positional=True),
+            device_positional=True, takes_index=True),
     CudaApi("torch.cuda.get_device_capability", DEVICE,
-            "torch.get_device_module(device).get_device_capability", (2, 4), note="`torch.accelerator.get_device_capability` is not the same: it returns "
+            f"{DEVICE_MODULE}.get_device_capability", (2, 4), note="`torch.accelerator.get_device_capability` is not the same: it returns "
             "the supported dtypes, not a (major, minor) pair"),
     # Streams and events.
     CudaApi("torch.cuda.current_stream", STREAMS, "torch.accelerator.current_stream", (2, 6),
@@ -128,14 +132,15 @@ APIS: tuple[CudaApi, ...] = (
     CudaApi("torch.cuda.OutOfMemoryError", MEMORY, "torch.OutOfMemoryError", (2, 5), SAFE,
             alias=True),
     # Random numbers.
-    CudaApi("torch.cuda.manual_seed", RNG, "torch.manual_seed", (2, 0), UNSAFE,
-            note="it seeds the CPU and every device, not only the current CUDA device"),
-    CudaApi("torch.cuda.manual_seed_all", RNG, "torch.manual_seed", (2, 0), UNSAFE,
-            note="it seeds the CPU generator as well"),
-    CudaApi("torch.cuda.get_rng_state", RNG, "torch.get_device_module(device).get_rng_state",
-            (2, 4)),
-    CudaApi("torch.cuda.set_rng_state", RNG, "torch.get_device_module(device).set_rng_state",
-            (2, 4)),
+    # The device module's own functions: on CUDA they are torch.cuda's (`torch.manual_seed` would
+    # reseed the CPU generator too, and every device).
+    CudaApi("torch.cuda.manual_seed", RNG, f"{DEVICE_MODULE}.manual_seed", (2, 4), UNSAFE,
+            note="the device module of a CPU-only build has no `manual_seed`"),
+    CudaApi("torch.cuda.manual_seed_all", RNG, f"{DEVICE_MODULE}.manual_seed_all", (2, 4),
+            UNSAFE, note="`torch.mps` has no `manual_seed_all`; `torch.manual_seed` seeds every "
+            "device and the CPU"),
+    CudaApi("torch.cuda.get_rng_state", RNG, f"{DEVICE_MODULE}.get_rng_state", (2, 4), UNSAFE),
+    CudaApi("torch.cuda.set_rng_state", RNG, f"{DEVICE_MODULE}.set_rng_state", (2, 4), UNSAFE),
     # Autocast and gradient scaling.
     CudaApi("torch.cuda.amp.autocast", AUTOCAST, "torch.autocast", (2, 0), UNSAFE,
             note="it takes the device type first; its default dtype depends on the device",
@@ -159,9 +164,6 @@ APIS: tuple[CudaApi, ...] = (
 
 BY_NAME: dict[str, CudaApi] = {api.name: api for api in APIS}
 
-# The module of the device in use: `torch.get_device_module(device)` (`torch.cpu`, `torch.xpu`,
-# `torch.mps`, `torch.mtia`, or an out-of-tree one such as torch_npu's `torch.npu`).
-DEVICE_MODULE = "torch.get_device_module(device)"
 # Anything else under torch.cuda: looked up on the device's own module, where it has the name.
 OTHER_API = CudaApi("torch.cuda", OTHER, DEVICE_MODULE, (2, 4))
 

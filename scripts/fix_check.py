@@ -243,7 +243,9 @@ def check(name: str, keep: bool) -> dict:
     imported_before = imports(modules, work)
     run(["git", "checkout", "-q", "HEAD", "--", "."], work, check=True)
     importable = [m for m, ok in imported_before.items() if ok is True]
-    imported_after = imports(modules, work)  # the same modules in the same order: imports have effects
+    imported_after = imports(
+        modules, work
+    )  # the same modules in the same order: imports have effects
     broken = [m for m in importable if imported_after[m] is not True]
     failures += [f"{m}: imported before the fix, not after ({imported_after[m]})" for m in broken]
 

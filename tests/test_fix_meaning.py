@@ -205,6 +205,13 @@ SHAPES = [
         id="x.cuda(i) keeps i",
     ),
     pytest.param(
+        "from hqq.core.quantize import HQQLinear\ndef move(model, device):\n"
+        "    for module in model.modules():\n        if isinstance(module, HQQLinear):\n"
+        "            module.cuda(device)\n",
+        None,
+        id="a class's own .cuda()",
+    ),
+    pytest.param(
         "import torch\nfrom torch import cuda\ncuda.synchronize()\n",
         None,
         id="from torch import cuda: its import would be left unused",
@@ -232,7 +239,11 @@ def test_the_legacy_capture_seed_converges_in_one_round_without_a_fight():
     assert dict(once.applied) == {"PORT301": 1}
     assert "        capture_stream = torch.Stream()\n" in once.source
     assert "        capture_stream.wait_stream(torch.accelerator.current_stream())\n" in once.source
-    assert "        with capture_stream:\n            for _ in range(3):\n" in once.source
+    assert (
+        "        with capture_stream:\n            for _ in range(3):\n"
+        "                step(static_input, weight)\n"
+        "        torch.accelerator.current_stream().wait_stream(capture_stream)\n"
+    ) in once.source
     assert "with torch.cuda.graph(g, stream=capture_stream):" in once.source
     after = lint(once.source, *EVERY_RULE)
     assert not any(v.fix for v in after)
@@ -246,6 +257,7 @@ def test_a_target_torch_without_with_stream_gets_the_cuda_forms():
     assert "        capture_stream = torch.Stream()\n" in result.source
     assert "capture_stream.wait_stream(torch.cuda.current_stream())" in result.source
     assert "        with torch.cuda.stream(capture_stream):\n" in result.source
+    assert "        torch.cuda.current_stream().wait_stream(capture_stream)\n" in result.source
     assert not any(v.fix for v in result.violations)
 
 

@@ -21,8 +21,8 @@ import libcst as cst
 from libcst.metadata import BatchableMetadataProvider
 
 from portlint.analysis.device_scope import (
-    DEFAULT_DEVICE_EXPRESSION,
     ScopeDevice,
+    device_module,
     device_type,
     fix_device,
     message_device,
@@ -168,6 +168,18 @@ def _as_keyword(arg: cst.Arg, name: str) -> cst.Arg:
     )
 
 
+# How the names of device indices end (`local_rank`, `device_id`, `gpu_idx`, `x.index`).
+INDEX_WORDS = ("index", "idx", "_id", "rank")
+
+
+def _is_index(value: cst.BaseExpression) -> bool:
+    """Whether ``value`` is certainly a device index: an integer, or a name that says so."""
+    if isinstance(value, cst.Integer):
+        return True
+    name = dotted_name(value)
+    return name is not None and name.rsplit(".", 1)[-1].endswith(INDEX_WORDS)
+
+
 def _in_test(rule, node: cst.CSTNode) -> bool:
     """Whether ``node`` is part of a condition: the test of an ``if``, ``while``, conditional
     expression or ``assert``, or an operand of ``and``/``or``/``not``."""
@@ -223,10 +235,7 @@ class CudaApiRule(Rule):
         replacement = suggestion(name) if api.family != DISTRIBUTED else api.replacement
         if replacement is None:
             return f"`{name}` is CUDA-only, and torch has no portable equivalent"
-        module = "torch.get_device_module()" if device.expression == DEFAULT_DEVICE_EXPRESSION else (
-            f"torch.get_device_module({device.expression})"
-        )  # fmt: skip
-        replacement = replacement.replace(DEVICE_MODULE, module)
+        replacement = replacement.replace(DEVICE_MODULE, device_module(device, fix=False))
         if api.family == DISTRIBUTED:
             name, replacement = 'backend="nccl"', f"{replacement}({device.expression})"
         replacement = api.usage or f"`{replacement}`"
@@ -249,6 +258,8 @@ class CudaApiRule(Rule):
             return None
         elif api.returns and not uses_only(self, call, MEMBERS[api.returns]):
             return None  # `.cuda_stream`, or the object goes where its type matters
+        elif api.takes_index and not (len(call.args) == 1 and _is_index(call.args[0].value)):
+            return None  # `torch.cuda.device(x.device)`: `device_index` would refuse it
         elif api.takes_stream and not (
             call.args and made_by(self, call.args[0].value, partial(makes_stream, self))
         ):
@@ -262,8 +273,12 @@ class CudaApiRule(Rule):
             if args is None:
                 return None
             old = call
-            new = call.with_changes(func=cst.parse_expression(api.replacement), args=args)
-        message = f"Use `{api.replacement}`"
+            module = device_module(fix_device(self, call), fix=True)
+            new = call.with_changes(
+                func=cst.parse_expression(api.replacement.replace(DEVICE_MODULE, module)), args=args
+            )
+        module = device_module(fix_device(self, node), fix=True)
+        message = f"Use `{api.replacement.replace(DEVICE_MODULE, module)}`"
         return self.build_fix(Rewrite(replace={id(old): new}, imports={"torch"}), api.fix, message)
 
     def _imported_from_cuda(self, node: cst.CSTNode) -> bool:

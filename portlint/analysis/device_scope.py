@@ -53,6 +53,14 @@ def device_type(device: ScopeDevice) -> str:
     return f"{device.as_device()}.type"
 
 
+def device_module(device: ScopeDevice, fix: bool) -> str:
+    """The device's module: ``torch.get_device_module()`` (the accelerator's) for the default;
+    ``fix``: as a fix writes it (of a ``torch.device``), else as a message names it."""
+    if device.expression == DEFAULT_DEVICE_EXPRESSION:
+        return "torch.get_device_module()"
+    return f"torch.get_device_module({device.as_device() if fix else device.expression})"
+
+
 def fix_device(rule, node: cst.CSTNode, replaced: cst.CSTNode | None = None) -> ScopeDevice:
     """The device a fix of ``node`` (replacing ``replaced``) uses: the one in scope, else the
     default."""

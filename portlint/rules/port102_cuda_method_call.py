@@ -1,7 +1,7 @@
 import libcst as cst
 
-from portlint.analysis.device_scope import fix_device, message_device
-from portlint.analysis.names import argument, method_name, qualified_names
+from portlint.analysis.device_scope import fix_device, message_device, walk
+from portlint.analysis.names import argument, dotted_name, method_name, qualified_names
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
 from portlint.findings import UNSAFE, Fix
@@ -43,7 +43,9 @@ class CudaMethodCall(Rule):
     use is chosen as for PORT101 (a `device` parameter, `worker.device`, `self.device`, else
     `torch.accelerator.current_accelerator()`): never the tensor's own `.device`, which would
     make the move a no-op, nor another tensor's. `.cuda(i, True)` has no fix (`.to` takes its
-    positional arguments in another order).
+    positional arguments in another order), nor a receiver that an enclosing
+    `if isinstance(x, C):` says is of a class not torch's, which may define its own `.cuda()`
+    (transformers moves `HQQLinear` layers so).
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.Tensor.cuda.html
@@ -106,6 +108,9 @@ class CudaMethodCall(Rule):
             return  # not torch's `.cuda()`: a project's own API (`Requirement.cuda(min_sm=...)`)
         if self._is_class(node.func.value):
             return  # a classmethod (`Capability.cuda()`), not a tensor or module moved
+        if self._of_own_class(node, node.func.value):
+            # `if isinstance(module, HQQLinear): module.cuda(device)`: that class's own `.cuda()`.
+            return self._report(node, None, message_device(self, node).expression)
         if sum(a.keyword is None for a in node.args) > 1:
             # `.cuda(i, True)`: `.to` takes its positional arguments in another order.
             return self._report(node, None, message_device(self, node).expression)
@@ -135,6 +140,29 @@ class CudaMethodCall(Rule):
             start=node.func.attr,
             fix=fix,
         )
+
+    def _of_own_class(self, node: cst.Call, receiver: cst.BaseExpression) -> bool:
+        """Whether an enclosing ``if isinstance(receiver, C):`` says the receiver is of a class
+        that is not torch's: such a class may have a `.cuda()` of its own."""
+        name = dotted_name(receiver)
+        child: cst.CSTNode = node
+        current = self.get_metadata(ParentProvider, node, None)
+        while name and current is not None:
+            if isinstance(current, cst.If) and child is current.body:
+                for call in walk(current.test):
+                    if (
+                        isinstance(call, cst.Call)
+                        and dotted_name(call.func) == "isinstance"
+                        and len(call.args) == 2
+                        and dotted_name(call.args[0].value) == name
+                        and not any(
+                            q.startswith("torch.")
+                            for q in qualified_names(self, call.args[1].value)
+                        )
+                    ):
+                        return True
+            child, current = current, self.get_metadata(ParentProvider, current, None)
+        return False
 
     def _is_class(self, receiver: cst.BaseExpression) -> bool:
         """Whether ``receiver`` names a class (by the convention that classes, and only they, are

@@ -128,9 +128,12 @@ class CaptureStreamNotWarmed(Rule):
     capture site, the fix hoists that call — `capture_stream = current_stream()` — to just before
     the warm-up, in the block that holds both, and passes `stream=capture_stream` (vLLM's fix of
     #53399). Where `stream=` is left out, it creates the stream before the warm-up
-    (`capture_stream = torch.cuda.Stream()`, ordered after the current stream with `wait_stream`),
-    runs the warm-up statements under `with torch.cuda.stream(capture_stream):` and passes
-    `stream=capture_stream`. Other cases, and `capture_begin()`, have no fix.
+    (`capture_stream = torch.Stream()`, ordered after the current stream with `wait_stream`),
+    runs the warm-up statements under `with capture_stream:`, makes the current stream wait for
+    them (PyTorch's documented pattern) and passes `stream=capture_stream`. It writes the portable
+    forms the target torch has (`torch.Stream`, `torch.accelerator.current_stream()`, `with
+    stream:` from 2.7), so that PORT402 has nothing to report in them. Other cases, and
+    `capture_begin()`, have no fix.
 
     ## References
     - vLLM #53399 and #53818: Gemma4 centroids graph capture on ROCm
@@ -206,6 +209,7 @@ class CaptureStreamNotWarmed(Rule):
             "    capture_stream_2 = torch.Stream()\n"
             "    capture_stream_2.wait_stream(torch.accelerator.current_stream())\n"
             "    with capture_stream_2:\n        m(x)\n"
+            "    torch.accelerator.current_stream().wait_stream(capture_stream_2)\n"
             "    with torch.cuda.graph(g, stream=capture_stream_2):\n        m(x)\n",
         ),
         # A warm-up in a branch that does not leave the function still reaches the capture.
@@ -464,8 +468,11 @@ class CaptureStreamNotWarmed(Rule):
         assert isinstance(parsed, cst.Call)  # parsed from a call
         with_stream = call.with_changes(args=[*call.args, parsed.args[0]])
         context = name if self._reports("torch.cuda.stream") else f"torch.cuda.stream({name})"
+        # The ambient stream waits for the warm-up before the code after it reads its results.
+        join = cst.parse_statement(f"{portable('torch.cuda.current_stream')}.wait_stream({name})\n")
+        after = block.body[positions[id(last)] + 1]
         rewrite = Rewrite(
-            insert_before={id(first): hoisted},
+            insert_before={id(first): hoisted, id(after): [join]},
             wrap=(id(first), id(last), cst.parse_expression(context)),
             replace={id(call): with_stream},
             imports={"torch"},
