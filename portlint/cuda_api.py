@@ -202,7 +202,7 @@ MEMBERS: dict[str, frozenset[str]] = {
         "replay", "reset",
     }),
 }  # fmt: skip
-IS_CUDA = CudaApi(
+IS_CUDA = CudaApi(  # (the message names the tensor's own `.device.type`)
     "Tensor.is_cuda", OTHER, "x.device.type", (2, 0),
     note="`.is_cuda` is false on every other accelerator; compare the device type with the one in use",
 )  # fmt: skip

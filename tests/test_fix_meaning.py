@@ -117,6 +117,7 @@ def test_a_name_with_no_portable_equivalent_is_said_to_have_none():
          "`torch.get_device_module(device).get_device_name`"),
         ("import torch\ndef f():\n    return torch.cuda.get_device_name()\n", "PORT409",
          "`torch.get_device_module().get_device_name`"),
+        ("def fast(hidden):\n    return hidden.is_cuda\n", "PORT409", "`hidden.device.type`"),
         ("import torch.distributed as dist\ndist.init_process_group('nccl')\n", "PORT406",
          "get_default_backend_for_device(torch.accelerator.current_accelerator())`"),
     ],

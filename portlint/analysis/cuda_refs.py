@@ -226,18 +226,21 @@ class CudaApiRule(Rule):
             if target is not None and target < reference.api.since:
                 continue
             device = message_device(self, node)
-            self.report(node, self.message(reference, device), fix=self._fix(reference, node))
+            message = self.message(reference, device, node)
+            self.report(node, message, fix=self._fix(reference, node))
 
     @staticmethod
-    def message(reference: CudaReference, device: ScopeDevice) -> str:
+    def message(reference: CudaReference, device: ScopeDevice, node: cst.CSTNode) -> str:
         """What to use instead, with the device in scope where the replacement takes one."""
         api, name = reference.api, reference.qualified
-        replacement = suggestion(name) if api.family != DISTRIBUTED else api.replacement
+        replacement = suggestion(name) if name.startswith("torch.cuda") else api.replacement
         if replacement is None:
             return f"`{name}` is CUDA-only, and torch has no portable equivalent"
         replacement = replacement.replace(DEVICE_MODULE, device_module(device, fix=False))
         if api.family == DISTRIBUTED:
             name, replacement = 'backend="nccl"', f"{replacement}({device.expression})"
+        if api is IS_CUDA and isinstance(node, cst.Attribute):  # the tensor's own name
+            replacement = f"{cst.Module([]).code_for_node(node.value)}.device.type"
         replacement = api.usage or f"`{replacement}`"
         text = f"`{name}` is CUDA-only; use {replacement} (torch ≥ {format_version(api.since)})"
         return f"{text}: {api.note}" if api.note else text

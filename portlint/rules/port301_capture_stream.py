@@ -132,8 +132,9 @@ class CaptureStreamNotWarmed(Rule):
     runs the warm-up statements under `with capture_stream:`, makes the current stream wait for
     them (PyTorch's documented pattern) and passes `stream=capture_stream`. It writes the portable
     forms the target torch has (`torch.Stream`, `torch.accelerator.current_stream()`, `with
-    stream:` from 2.7), so that PORT402 has nothing to report in them. Other cases, and
-    `capture_begin()`, have no fix.
+    stream:` from 2.7), so that PORT402 has nothing to report in them. Where the warm-up ran under
+    one stream context (`with torch.cuda.stream(s):`) and the capture left `stream=` out, the fix
+    passes `stream=s`. Other cases, and `capture_begin()`, have no fix.
 
     ## References
     - vLLM #53399 and #53818: Gemma4 centroids graph capture on ROCm
@@ -211,6 +212,15 @@ class CaptureStreamNotWarmed(Rule):
             "    with capture_stream_2:\n        m(x)\n"
             "    torch.accelerator.current_stream().wait_stream(capture_stream_2)\n"
             "    with torch.cuda.graph(g, stream=capture_stream_2):\n        m(x)\n",
+        ),
+        # The warm-up ran under a stream of its own: the capture goes on it.
+        Invalid(
+            "import torch\ndef f(m, x, g, side):\n    with torch.cuda.stream(side):\n        m(x)\n"
+            "    with torch.cuda.graph(g, stream=None):\n        m(x)\n",
+            5,
+            10,
+            fixed="import torch\ndef f(m, x, g, side):\n    with torch.cuda.stream(side):\n"
+            "        m(x)\n    with torch.cuda.graph(g, stream=side):\n        m(x)\n",
         ),
         # A warm-up in a branch that does not leave the function still reaches the capture.
         Invalid(
@@ -420,6 +430,14 @@ class CaptureStreamNotWarmed(Rule):
     def _fix(self, capture: Capture, warmups: list[CallSite], stream: cst.Call | None):
         """Hoist the capture stream before the warm-up (and run the warm-up on it)."""
         call = capture.region.call
+        contexts = {warmup.stream for warmup in warmups}
+        if stream is None and len(contexts) == 1 and None not in contexts:
+            # The warm-up ran under one stream context: capture on that stream (PyTorch's
+            # documented pattern); wrapping the warm-up again would not change its stream.
+            (key,) = contexts
+            assert key is not None  # (checked above)
+            rewrite = Rewrite(replace={id(call): self._with_stream(call, key)})
+            return self.build_fix(rewrite, UNSAFE, f"Capture on `{key}`")
         capture_chain = self._parents(call)
         first_chain, last_chain = self._parents(warmups[0].node), self._parents(warmups[-1].node)
         first_ids = {id(n) for n in first_chain}
@@ -464,9 +482,7 @@ class CaptureStreamNotWarmed(Rule):
             cst.parse_statement(f"{name} = {portable('torch.cuda.Stream')}\n"),
             cst.parse_statement(f"{name}.wait_stream({portable('torch.cuda.current_stream')})\n"),
         ]
-        parsed = cst.parse_expression(f"f(stream={name})")
-        assert isinstance(parsed, cst.Call)  # parsed from a call
-        with_stream = call.with_changes(args=[*call.args, parsed.args[0]])
+        with_stream = self._with_stream(call, name)
         context = name if self._reports("torch.cuda.stream") else f"torch.cuda.stream({name})"
         # The ambient stream waits for the warm-up before the code after it reads its results.
         join = cst.parse_statement(f"{portable('torch.cuda.current_stream')}.wait_stream({name})\n")
@@ -478,6 +494,17 @@ class CaptureStreamNotWarmed(Rule):
             imports={"torch"},
         )
         return self.build_fix(rewrite, UNSAFE, f"Warm up and capture on `{name}`")
+
+    @staticmethod
+    def _with_stream(call: cst.Call, name: str) -> cst.Call:
+        """The capture call with ``stream=name`` (in place of a ``stream=None`` it had)."""
+        given = argument(call, "stream", 2)
+        if given is not None:
+            args = [a.with_changes(value=cst.Name(name)) if a is given else a for a in call.args]
+            return call.with_changes(args=args)
+        parsed = cst.parse_expression(f"f(stream={name})")
+        assert isinstance(parsed, cst.Call)  # parsed from a call
+        return call.with_changes(args=[*call.args, parsed.args[0]])
 
     def _reports(self, name: str) -> bool:
         """Whether PORT4xx reports the CUDA API ``name`` at the target torch: the fix then writes
