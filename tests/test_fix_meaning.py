@@ -166,6 +166,12 @@ SHAPES = [
         id="a stream every use of which is portable",
     ),
     pytest.param(
+        "import torch\nclass H:\n    def __init__(self):\n        self.side: torch.Stream | None = None\n"
+        "    def run(self, work):\n        with torch.cuda.stream(self.side):\n            work()\n",
+        None,
+        id="with torch.cuda.stream(s) where s may be None",
+    ),
+    pytest.param(
         "import torch\ndef probe():\n    if not torch.cuda.is_available():\n"
         "        raise RuntimeError('needs CUDA')\n    return torch.cuda.get_device_name()\n",
         None,  # (nor get_device_name: its replacement is no fix)

@@ -92,8 +92,9 @@ def made_by(rule, value: cst.BaseExpression, maker: Callable[[cst.Call], bool]) 
     values = [
         n.value
         for n in walk(scope)
-        if isinstance(n, cst.Assign) and any(dotted_name(t.target) == key for t in n.targets)
-    ]
+        if (isinstance(n, cst.Assign) and any(dotted_name(t.target) == key for t in n.targets))
+        or (isinstance(n, cst.AnnAssign) and dotted_name(n.target) == key)
+    ]  # fmt: skip
     return bool(values) and all(isinstance(v, cst.Call) and maker(v) for v in values)
 
 
