@@ -236,6 +236,7 @@ def check(name: str, keep: bool) -> dict:
             py_compile.compile(str(work / path), doraise=True, cfile=str(compiled / "m.pyc"))
         except py_compile.PyCompileError as error:
             failures.append(f"{path}: does not compile: {error.msg}")
+    shutil.rmtree(compiled)
     new_ruff = ruff(package, work) - ruff_before
     failures += [f"{p}: new {code} {message}" for (p, code, message) in new_ruff]
 
