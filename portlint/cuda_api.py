@@ -28,6 +28,9 @@ DEVICE, STREAMS, MEMORY, RNG, AUTOCAST, DISTRIBUTED, GRAPHS, PROFILING, OTHER = 
 )  # fmt: skip
 
 NEWEST_KNOWN: Version = (2, 13)
+# The module of the device in use: `torch.get_device_module(device)` (`torch.cpu`, `torch.xpu`,
+# `torch.mps`, `torch.mtia`, or an out-of-tree one such as torch_npu's `torch.npu`).
+DEVICE_MODULE = "torch.get_device_module(device)"
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,13 @@ class CudaApi:
     device_positional: bool = False
     argument_is_context: bool = False
     alias: bool = False
+    usage: str = ""  # how the message words the replacement, where it is not a name to call
+    # The portable type the replacement returns: a fix is offered where each use of the value is
+    # a member of it (MEMBERS) or goes to a stream API.
+    returns: str = ""
+    takes_stream: bool = False  # the fix needs its argument to be a stream, never None
+    guard: bool = False  # code may be guarded by it: no fix in a condition
+    takes_index: bool = False  # the replacement takes an index only: fixed where one is given
 
 
 def _memory(name: str, replacement: str, since: Version = (2, 9)) -> CudaApi:
@@ -71,8 +81,11 @@ APIS: tuple[CudaApi, ...] = (
     CudaApi("torch.cuda.synchronize", DEVICE, "torch.accelerator.synchronize", (2, 6), SAFE,
             device_positional=True),
     CudaApi("torch.cuda.device_count", DEVICE, "torch.accelerator.device_count", (2, 6), UNSAFE,
-            note="it counts the devices of whatever accelerator is present, not only CUDA ones"),
-    CudaApi("torch.cuda.is_available", DEVICE, "torch.accelerator.is_available", (2, 6), UNSAFE,
+            note="it counts the devices of whatever accelerator is present, not only CUDA ones",
+            guard=True),
+    # No fix: the code behind the check is what must become portable first; rewritten alone, the
+    # check would let CUDA-only code run on XPU, NPU and MPS.
+    CudaApi("torch.cuda.is_available", DEVICE, "torch.accelerator.is_available", (2, 6),
             note="it is true on XPU, NPU and MPS too: code behind it must be portable as well"),
     CudaApi("torch.cuda.current_device", DEVICE, "torch.accelerator.current_device_index",
             (2, 7), SAFE),
@@ -80,24 +93,26 @@ APIS: tuple[CudaApi, ...] = (
             device_positional=True),
     CudaApi("torch.cuda.device", DEVICE, "torch.accelerator.device_index", (2, 8), UNSAFE,
             note="it takes a device index only, not a `torch.device` or a string",
-            device_positional=True),
-    CudaApi("torch.cuda.get_device_capability", DEVICE, "torch.get_device_module(device)",
-            (2, 4), note="`torch.accelerator.get_device_capability` is not the same: it returns "
+            device_positional=True, takes_index=True),
+    CudaApi("torch.cuda.get_device_capability", DEVICE,
+            f"{DEVICE_MODULE}.get_device_capability", (2, 4), note="`torch.accelerator.get_device_capability` is not the same: it returns "
             "the supported dtypes, not a (major, minor) pair"),
     # Streams and events.
     CudaApi("torch.cuda.current_stream", STREAMS, "torch.accelerator.current_stream", (2, 6),
             UNSAFE, note="it returns a `torch.Stream`, which has no `.cuda_stream`",
-            device_positional=True),
+            device_positional=True, returns="torch.Stream"),
     CudaApi("torch.cuda.set_stream", STREAMS, "torch.accelerator.set_stream", (2, 6), UNSAFE,
-            note="it takes a `torch.Stream` and, unlike `torch.cuda.set_stream`, not `None`"),
-    CudaApi("torch.cuda.stream", STREAMS, "`with stream:` on a `torch.Stream`",
-            (2, 7), UNSAFE, note="`torch.cuda.stream(None)` does nothing; `with None:` raises",
-            argument_is_context=True),
+            note="it takes a `torch.Stream` and, unlike `torch.cuda.set_stream`, not `None`",
+            takes_stream=True),
+    CudaApi("torch.cuda.stream", STREAMS, "torch.Stream", (2, 7), UNSAFE,
+            note="`torch.cuda.stream(None)` does nothing; `with None:` raises",
+            argument_is_context=True, usage="`with stream:` on a `torch.Stream`",
+            takes_stream=True),
     CudaApi("torch.cuda.Stream", STREAMS, "torch.Stream", (2, 4), UNSAFE,
-            note="a `torch.Stream` has no `.cuda_stream`"),
+            note="a `torch.Stream` has no `.cuda_stream`", returns="torch.Stream"),
     CudaApi("torch.cuda.Event", STREAMS, "torch.Event", (2, 4), UNSAFE,
-            note="`torch.Event` takes its flags by keyword and has no `.ipc_handle()`",
-            keywords=("enable_timing", "blocking", "interprocess")),
+            note="`torch.Event` takes its flags by keyword and has no `.cuda_event`",
+            keywords=("enable_timing", "blocking", "interprocess"), returns="torch.Event"),
     # Memory.
     _memory("empty_cache", "empty_cache"),
     _memory("memory_allocated", "memory_allocated"),
@@ -108,17 +123,24 @@ APIS: tuple[CudaApi, ...] = (
     _memory("reset_peak_memory_stats", "reset_peak_memory_stats"),
     _memory("reset_accumulated_memory_stats", "reset_accumulated_memory_stats"),
     _memory("mem_get_info", "get_memory_info", since=(2, 10)),
+    # The deprecated names of two of the above: the same functions.
+    _memory("memory_cached", "memory_reserved"),
+    _memory("max_memory_cached", "max_memory_reserved"),
+    CudaApi("torch.cuda.reset_max_memory_allocated", MEMORY,
+            "torch.accelerator.memory.reset_peak_memory_stats", (2, 9),
+            note="it resets every peak, not only the allocated memory's"),
     CudaApi("torch.cuda.OutOfMemoryError", MEMORY, "torch.OutOfMemoryError", (2, 5), SAFE,
             alias=True),
     # Random numbers.
-    CudaApi("torch.cuda.manual_seed", RNG, "torch.manual_seed", (2, 0), UNSAFE,
-            note="it seeds the CPU and every device, not only the current CUDA device"),
-    CudaApi("torch.cuda.manual_seed_all", RNG, "torch.manual_seed", (2, 0), UNSAFE,
-            note="it seeds the CPU generator as well"),
-    CudaApi("torch.cuda.get_rng_state", RNG, "torch.get_device_module(device).get_rng_state",
-            (2, 4)),
-    CudaApi("torch.cuda.set_rng_state", RNG, "torch.get_device_module(device).set_rng_state",
-            (2, 4)),
+    # The device module's own functions: on CUDA they are torch.cuda's (`torch.manual_seed` would
+    # reseed the CPU generator too, and every device).
+    CudaApi("torch.cuda.manual_seed", RNG, f"{DEVICE_MODULE}.manual_seed", (2, 4), UNSAFE,
+            note="the device module of a CPU-only build has no `manual_seed`"),
+    CudaApi("torch.cuda.manual_seed_all", RNG, f"{DEVICE_MODULE}.manual_seed_all", (2, 4),
+            UNSAFE, note="`torch.mps` has no `manual_seed_all`; `torch.manual_seed` seeds every "
+            "device and the CPU"),
+    CudaApi("torch.cuda.get_rng_state", RNG, f"{DEVICE_MODULE}.get_rng_state", (2, 4), UNSAFE),
+    CudaApi("torch.cuda.set_rng_state", RNG, f"{DEVICE_MODULE}.set_rng_state", (2, 4), UNSAFE),
     # Autocast and gradient scaling.
     CudaApi("torch.cuda.amp.autocast", AUTOCAST, "torch.autocast", (2, 0), UNSAFE,
             note="it takes the device type first; its default dtype depends on the device",
@@ -142,12 +164,45 @@ APIS: tuple[CudaApi, ...] = (
 
 BY_NAME: dict[str, CudaApi] = {api.name: api for api in APIS}
 
-# Anything else under torch.cuda: looked up on the device's own module.
-OTHER_API = CudaApi(
-    "torch.cuda", OTHER, "torch.get_device_module(device)", (2, 4),
-    note="where the accelerator's module has the same function",
-)  # fmt: skip
-IS_CUDA = CudaApi(
+# Anything else under torch.cuda: looked up on the device's own module, where it has the name.
+OTHER_API = CudaApi("torch.cuda", OTHER, DEVICE_MODULE, (2, 4))
+
+# What the portable replacements have, at NEWEST_KNOWN (tests/test_cuda_api.py checks each set
+# against the installed torch): a suggestion `<replacement>.<name>` names one of these, or none
+# is given. The device module's are the functions and classes torch.cuda shares with torch.xpu,
+# the fullest of the other device modules torch ships (torch.mps, torch.mtia and torch.cpu have
+# fewer of them; out-of-tree modules copy torch.cuda's API as torch.xpu does).
+MEMBERS: dict[str, frozenset[str]] = {
+    DEVICE_MODULE: frozenset({
+        "Event", "MemPool", "Stream", "StreamContext", "can_device_access_peer",
+        "change_current_allocator", "clock_rate", "current_device", "current_stream", "device",
+        "device_count", "device_memory_used", "device_of", "empty_cache", "get_arch_list",
+        "get_device_capability", "get_device_name", "get_device_properties", "get_gencode_flags",
+        "get_per_process_memory_fraction", "get_rng_state", "get_rng_state_all",
+        "get_stream_from_external", "graph", "graph_pool_handle", "init", "initial_seed",
+        "is_available", "is_bf16_supported", "is_current_stream_capturing", "is_initialized",
+        "is_tf32_supported", "make_graphed_callables", "manual_seed", "manual_seed_all",
+        "max_memory_allocated", "max_memory_reserved", "mem_get_info", "memory_allocated",
+        "memory_reserved", "memory_snapshot", "memory_stats", "memory_stats_as_nested_dict",
+        "memory_usage", "power_draw", "reset_accumulated_memory_stats", "reset_peak_memory_stats",
+        "seed", "seed_all", "set_device", "set_per_process_memory_fraction", "set_rng_state",
+        "set_rng_state_all", "set_stream", "stream", "synchronize", "temperature", "use_mem_pool",
+        "utilization",
+    }),
+    "torch.Stream": frozenset({
+        "device", "device_index", "device_type", "is_capturing", "native_handle", "query",
+        "record_event", "stream_id", "synchronize", "wait_event", "wait_stream",
+    }),
+    "torch.Event": frozenset({
+        "device", "elapsed_time", "event_id", "from_ipc_handle", "ipc_handle", "query", "record",
+        "synchronize", "wait",
+    }),
+    "torch.accelerator.Graph": frozenset({
+        "capture_begin", "capture_end", "debug_dump", "enable_debug_mode", "instantiate", "pool",
+        "replay", "reset",
+    }),
+}  # fmt: skip
+IS_CUDA = CudaApi(  # (the message names the tensor's own `.device.type`)
     "Tensor.is_cuda", OTHER, "x.device.type", (2, 0),
     note="`.is_cuda` is false on every other accelerator; compare the device type with the one in use",
 )  # fmt: skip
@@ -159,6 +214,28 @@ REEXPORTING_SUBMODULES = ("memory", "streams", "graphs", "random", "amp.autocast
 
 def lookup(qualified: str) -> CudaApi | None:
     """The entry for a qualified name under ``torch.cuda`` (its longest mapped prefix)."""
+    found = _entry(qualified)
+    return found[0] if found else None
+
+
+def suggestion(qualified: str) -> str | None:
+    """What to use instead of ``qualified``, a name under ``torch.cuda``: its entry's replacement,
+    or the member of the replacement that the rest of the name asks for (``torch.cuda.Event.record``:
+    ``torch.Event.record``; ``torch.cuda.get_device_name``: the device module's
+    ``get_device_name``). None where the replacement has no such member: torch has no portable
+    equivalent (``torch.cuda.profiler.start``, ``torch.cuda.memory._snapshot``)."""
+    found = _entry(qualified)
+    if found is None:
+        return None
+    api, rest = found
+    members = MEMBERS.get(api.replacement)
+    if not rest or members is None:
+        return api.replacement
+    return f"{api.replacement}.{rest[0]}" if rest[0] in members else None
+
+
+def _entry(qualified: str) -> tuple[CudaApi, list[str]] | None:
+    """The entry for a qualified name under ``torch.cuda``, and the parts of the name after it."""
     if qualified != "torch.cuda" and not qualified.startswith("torch.cuda."):
         return None
     for submodule in REEXPORTING_SUBMODULES:
@@ -170,8 +247,8 @@ def lookup(qualified: str) -> CudaApi | None:
     for end in range(len(parts), 2, -1):
         api = BY_NAME.get(".".join(parts[:end]))
         if api is not None:
-            return api
-    return OTHER_API
+            return api, parts[end:]
+    return OTHER_API, parts[2:]
 
 
 def parse_version(text: str) -> Version:

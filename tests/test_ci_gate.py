@@ -299,8 +299,8 @@ def test_add_noqa_suppresses_every_finding_and_leaves_strings_alone(formats):
     )
     again = run_cli("check", "src/step.py", "src/more.py", "-q", cwd=formats)
     assert again.stdout.splitlines() == [
-        "src/more.py:3:6: PORT101 `torch.device` hardcodes CUDA; take the device from the "
-        "caller (e.g. `worker.device`) or `torch.accelerator.current_accelerator()`"
+        "src/more.py:3:6: PORT101 `torch.device` hardcodes CUDA; use "
+        "`torch.accelerator.current_accelerator()`"
     ]
 
 

@@ -40,8 +40,8 @@ def test_findings_exit_1_in_sorted_text_with_summary(project):
     assert result.returncode == 1, result.stderr
     path = str(Path("src/pkg/buggy.py"))
     assert result.stdout.splitlines() == [
-        f"{path}:2:10: PORT101 `torch.device` hardcodes CUDA; take the device from the caller (e.g. `worker.device`) or `torch.accelerator.current_accelerator()`",
-        f"{path}:3:7: PORT102 `.cuda()` moves to CUDA by name; use `.to(device)` with the device in use",
+        f"{path}:2:10: PORT101 `torch.device` hardcodes CUDA; use `torch.accelerator.current_accelerator()`",
+        f"{path}:3:7: PORT102 `.cuda()` moves to CUDA by name; use `.to(torch.accelerator.current_accelerator())`",
         "Found 2 errors.",
         "No fixes available (2 hidden fixes can be enabled with the `--unsafe-fixes` option).",
     ]

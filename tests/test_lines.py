@@ -78,8 +78,7 @@ def test_a_form_feed_file_reports_quotes_and_fingerprints_the_right_line(tmp_pat
     (tmp_path / "m.py").write_text(FORM_FEED)
     full = run_cli("check", "m.py", "--no-cache", "--output-format", "full", cwd=tmp_path)
     assert full.stdout.splitlines()[:4] == [
-        "m.py:3:5: PORT101 `torch.device` hardcodes CUDA; take the device from the caller "
-        "(e.g. `worker.device`) or `torch.accelerator.current_accelerator()`",
+        "m.py:3:5: PORT101 `torch.device` hardcodes CUDA; use `torch.accelerator.current_accelerator()`",
         "  |",
         "3 | d = torch.device('cuda')",
         "  |     ^^^^^^^^^^^^^^^^^^^^",

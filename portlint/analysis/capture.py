@@ -3,7 +3,7 @@
 Three shapes: the body of ``with torch.cuda.graph(...)`` (alone or among other items); the rest of
 a block after ``stack.enter_context(torch.cuda.graph(...))``; and the statements between
 ``g.capture_begin()`` and ``g.capture_end()`` in one block. ``CaptureRegionProvider`` marks each
-capture call and every call inside a region with that region.
+capture call, and every call and ``with`` statement inside a region, with that region.
 """
 
 from __future__ import annotations
@@ -120,4 +120,8 @@ class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.active and self.active[-1].call is not node:
+            self.set_metadata(node, self.active[-1])
+
+    def visit_With(self, node: cst.With) -> None:  # `with stream:` inside a capture
+        if self.active:
             self.set_metadata(node, self.active[-1])

@@ -14,24 +14,35 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 import libcst as cst
 from libcst.metadata import BatchableMetadataProvider
 
-from portlint.analysis.device_scope import device_in_scope
+from portlint.analysis.device_scope import (
+    ScopeDevice,
+    device_module,
+    device_type,
+    fix_device,
+    message_device,
+)
 from portlint.analysis.names import argument, dotted_name, qualified_names
+from portlint.analysis.object_uses import made_by, uses_only
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
+from portlint.analysis.streams import makes_stream
 from portlint.cuda_api import (
     APIS,
     BY_NAME,
+    DEVICE_MODULE,
     DISTRIBUTED,
     IS_CUDA,
-    OTHER_API,
+    MEMBERS,
     CudaApi,
     format_version,
     lookup,
+    suggestion,
 )
 from portlint.evidence import CUDA_REFERENCE
 from portlint.findings import Fix
@@ -148,11 +159,6 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
         return None
 
 
-def _device_type(expression: str) -> str:
-    """The device type of a device expression (a `device` parameter may be a string)."""
-    return f"torch.device({expression}).type" if expression == "device" else f"{expression}.type"
-
-
 def _as_keyword(arg: cst.Arg, name: str) -> cst.Arg:
     return arg.with_changes(
         keyword=cst.Name(name),
@@ -160,6 +166,34 @@ def _as_keyword(arg: cst.Arg, name: str) -> cst.Arg:
             whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
         ),
     )
+
+
+# How the names of device indices end (`local_rank`, `device_id`, `gpu_idx`, `x.index`).
+INDEX_WORDS = ("index", "idx", "_id", "rank")
+
+
+def _is_index(value: cst.BaseExpression) -> bool:
+    """Whether ``value`` is certainly a device index: an integer, or a name that says so."""
+    if isinstance(value, cst.Integer):
+        return True
+    name = dotted_name(value)
+    return name is not None and name.rsplit(".", 1)[-1].endswith(INDEX_WORDS)
+
+
+def _in_test(rule, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is part of a condition: the test of an ``if``, ``while``, conditional
+    expression or ``assert``, or an operand of ``and``/``or``/``not``."""
+    child, current = node, rule.get_metadata(ParentProvider, node, None)
+    while current is not None and not isinstance(current, cst.BaseSuite):
+        if isinstance(current, (cst.BooleanOperation, cst.UnaryOperation)):
+            return True
+        if (
+            isinstance(current, (cst.If, cst.While, cst.IfExp, cst.Assert))
+            and child is current.test
+        ):
+            return True
+        child, current = current, rule.get_metadata(ParentProvider, current, None)
+    return False
 
 
 # The nodes a reference is reported on: a name or attribute chain, or a `backend="nccl"` string.
@@ -191,33 +225,48 @@ class CudaApiRule(Rule):
                 continue
             if target is not None and target < reference.api.since:
                 continue
-            self.report(node, self.message(reference), fix=self._fix(reference, node))
+            device = message_device(self, node)
+            message = self.message(reference, device, node)
+            self.report(node, message, fix=self._fix(reference, node))
 
     @staticmethod
-    def message(reference: CudaReference) -> str:
-        api = reference.api
-        name, replacement = reference.qualified, api.replacement
-        if api is OTHER_API and name != "torch.cuda":
-            replacement = f"{api.replacement}.{name.rsplit('.', 1)[1]}"
+    def message(reference: CudaReference, device: ScopeDevice, node: cst.CSTNode) -> str:
+        """What to use instead, with the device in scope where the replacement takes one."""
+        api, name = reference.api, reference.qualified
+        replacement = suggestion(name) if name.startswith("torch.cuda") else api.replacement
+        if replacement is None:
+            return f"`{name}` is CUDA-only, and torch has no portable equivalent"
+        replacement = replacement.replace(DEVICE_MODULE, device_module(device, fix=False))
         if api.family == DISTRIBUTED:
-            name, replacement = 'backend="nccl"', f"{replacement}(device)"
-        if not replacement.startswith("`"):
-            replacement = f"`{replacement}`"
+            name, replacement = 'backend="nccl"', f"{replacement}({device.expression})"
+        if api is IS_CUDA and isinstance(node, cst.Attribute):  # the tensor's own name
+            replacement = f"{cst.Module([]).code_for_node(node.value)}.device.type"
+        replacement = api.usage or f"`{replacement}`"
         text = f"`{name}` is CUDA-only; use {replacement} (torch ≥ {format_version(api.since)})"
         return f"{text}: {api.note}" if api.note else text
 
     def _fix(self, reference: CudaReference, node: cst.CSTNode) -> Fix | None:
         api, call = reference.api, reference.call
-        if api.fix is None:
+        if api.fix is None or (api.family != DISTRIBUTED and self._imported_from_cuda(node)):
             return None
+        if api.guard and _in_test(self, node):
+            return None  # the code it guards may be CUDA-only: true elsewhere, it would run there
         if api.family == DISTRIBUTED:
-            device = device_in_scope(self, node)
+            device = fix_device(self, node).as_device()
             new: cst.CSTNode = cst.parse_expression(f"{api.replacement}({device})")
             old: cst.CSTNode = node
         elif api.alias:
             old, new = node, cst.parse_expression(api.replacement)
         elif call is None or any(arg.star for arg in call.args):
             return None
+        elif api.returns and not uses_only(self, call, MEMBERS[api.returns]):
+            return None  # `.cuda_stream`, or the object goes where its type matters
+        elif api.takes_index and not (len(call.args) == 1 and _is_index(call.args[0].value)):
+            return None  # `torch.cuda.device(x.device)`: `device_index` would refuse it
+        elif api.takes_stream and not (
+            call.args and made_by(self, call.args[0].value, partial(makes_stream, self))
+        ):
+            return None  # it may be None, or no stream
         elif api.argument_is_context:
             if not reference.with_item or len(call.args) != 1 or call.args[0].keyword:
                 return None
@@ -227,9 +276,21 @@ class CudaApiRule(Rule):
             if args is None:
                 return None
             old = call
-            new = call.with_changes(func=cst.parse_expression(api.replacement), args=args)
-        message = f"Use `{api.replacement}`"
+            module = device_module(fix_device(self, call), fix=True)
+            new = call.with_changes(
+                func=cst.parse_expression(api.replacement.replace(DEVICE_MODULE, module)), args=args
+            )
+        module = device_module(fix_device(self, node), fix=True)
+        message = f"Use `{api.replacement.replace(DEVICE_MODULE, module)}`"
         return self.build_fix(Rewrite(replace={id(old): new}, imports={"torch"}), api.fix, message)
+
+    def _imported_from_cuda(self, node: cst.CSTNode) -> bool:
+        """Whether ``node``'s first name was imported from torch.cuda (``from torch import cuda``,
+        ``from torch.cuda import synchronize``): a fix would leave that import unused."""
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        return any(q.startswith("torch.cuda") for q in qualified_names(self, root))
 
     def _arguments(self, api: CudaApi, call: cst.Call, node: cst.CSTNode) -> list[cst.Arg] | None:
         """The call's arguments as the replacement takes them; None if they cannot be mapped."""
@@ -245,7 +306,7 @@ class CudaApiRule(Rule):
                 arg = arg.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)
             args.append(arg)
         if api.device_first:
-            device = cst.parse_expression(_device_type(device_in_scope(self, node)))
+            device = cst.parse_expression(device_type(fix_device(self, call)))
             comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
             args.insert(0, cst.Arg(device, comma=comma if args else cst.MaybeSentinel.DEFAULT))
         return args
@@ -254,7 +315,7 @@ class CudaApiRule(Rule):
     def documentation(cls) -> str:
         """The docstring, then the family's rows of the mapping table."""
         rows = [
-            f"| `{api.name}` | {api.replacement if api.replacement.startswith('`') else f'`{api.replacement}`'}"
+            f"| `{api.name}` | {api.usage or f'`{api.replacement}`'}"
             f" | {format_version(api.since)} | {api.fix or 'none'} |"
             for api in APIS
             if api.family == cls.family

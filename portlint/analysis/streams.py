@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import enum
 
+import libcst as cst
+
+from portlint.analysis.names import imported_names, qualified_names
 from portlint.facts import AMBIENT_STREAM_FUNCTIONS, OTHER_STREAM_FUNCTIONS
 
 
@@ -29,3 +32,13 @@ def stream_source(
     if names & OTHER_STREAM_FUNCTIONS:
         return StreamSource.OTHER
     return None
+
+
+def call_source(rule, call: cst.Call) -> StreamSource | None:
+    """What ``call`` returns, if it returns a stream (``rule`` resolves its names)."""
+    names = qualified_names(rule, call.func)
+    return stream_source(names, imported_names(rule, call.func), rule.settings.stream_functions)
+
+
+def makes_stream(rule, call: cst.Call) -> bool:
+    return call_source(rule, call) is not None

@@ -1,6 +1,6 @@
 import libcst as cst
 
-from portlint.analysis.device_scope import device_in_scope
+from portlint.analysis.device_scope import default_device, device_type, fix_device, message_device
 from portlint.analysis.names import (
     argument,
     dotted_name,
@@ -13,7 +13,7 @@ from portlint.analysis.names import (
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
 from portlint.evidence import CUDA_DEVICE_ARGUMENT
-from portlint.findings import UNSAFE
+from portlint.findings import UNSAFE, Fix
 from portlint.fix import Rewrite
 from portlint.platform import words
 from portlint.rule import Invalid, Rule
@@ -61,12 +61,18 @@ class HardcodedCudaDevice(Rule):
     accelerator.
 
     ## Fix safety
-    Unsafe: the fix replaces the hardcoded device with the device already in scope — a `device`
-    parameter, `worker.device` for a `worker` parameter, `self.device` in a class that sets it,
-    `x.device` for a parameter annotated as a tensor — and otherwise with
+    Unsafe: it changes where tensors live off CUDA, and is offered only where it keeps the
+    program's meaning on CUDA. A device without an index becomes the device already in scope —
+    a `device` parameter (not one that may be None), `worker.device` for a `worker` parameter,
+    `self.device` in a class whose `__init__` sets it (before the line, and not to the CPU;
+    `torch.device(self.device)` where it may hold an index or a string) — and otherwise
     `torch.accelerator.current_accelerator()` (or the configured `device-expression`), adding
-    `import torch` where needed. That is what the code meant in the cases the rule was built from,
-    but it changes where tensors live, and drops the index of `"cuda:1"`.
+    `import torch` where needed. Never the name being assigned (`self.device = self.device`), the
+    value being converted (`torch.device(f"cuda:{device}")`), nor a parameter from its own
+    default. A tensor's `.device` is suggested, never written: the tensor may be on the CPU. A
+    device with an index keeps it: `"cuda:1"` becomes
+    `torch.device(torch.accelerator.current_accelerator().type, 1)`, `f"cuda:{i}"` becomes
+    `f"{torch.accelerator.current_accelerator().type}:{i}"`.
 
     ## References
     - vLLM #55245: hardcoded device in `spec_decode_rejection_warmup`
@@ -105,11 +111,13 @@ class HardcodedCudaDevice(Rule):
             14,
             fixed="import torch\ndef warmup(worker):\n    device = worker.device\n",
         ),
+        # A tensor parameter's device is suggested, not used: the tensor may be on the CPU.
         Invalid(
             "import torch\ndef f(x: torch.Tensor):\n    return torch.zeros(3, device='cuda') + x\n",
             3,
             34,
-            fixed="import torch\ndef f(x: torch.Tensor):\n    return torch.zeros(3, device=x.device) + x\n",
+            fixed="import torch\ndef f(x: torch.Tensor):\n"
+            "    return torch.zeros(3, device=torch.accelerator.current_accelerator()) + x\n",
         ),
         Invalid(
             "class M:\n    def __init__(self, device):\n        self.device = device\n"
@@ -126,9 +134,91 @@ class HardcodedCudaDevice(Rule):
             fixed='"""Doc."""\nimport torch\nfrom torch import device\n'
             "d = torch.accelerator.current_accelerator()\n",
         ),
+        # Never the value being assigned: `self.device = self.device`, `device = device`.
+        Invalid(
+            "import torch\nclass M:\n    def __init__(self):\n        self.device = torch.device('cuda')\n",
+            4,
+            23,
+            fixed="import torch\nclass M:\n    def __init__(self):\n"
+            "        self.device = torch.accelerator.current_accelerator()\n",
+        ),
+        Invalid(
+            "import torch\ndef f(device):\n    device = torch.device('cuda')\n",
+            3,
+            14,
+            fixed="import torch\ndef f(device):\n    device = torch.accelerator.current_accelerator()\n",
+        ),
+        # A default is evaluated where the `def` is: the parameter is not there yet.
+        Invalid(
+            "import torch\ndef f(x, device=torch.device('cuda')):\n    return x\n",
+            2,
+            17,
+            fixed="import torch\ndef f(x, device=torch.accelerator.current_accelerator()):\n"
+            "    return x\n",
+        ),
+        # The index is kept, and the value converted is not the device used.
+        Invalid(
+            "import torch\ndef norm(device: int | str | torch.device):\n    if isinstance(device, int):\n"
+            "        device = torch.device(f'cuda:{device}')\n    return device\n",
+            4,
+            18,
+            fixed="import torch\ndef norm(device: int | str | torch.device):\n"
+            "    if isinstance(device, int):\n"
+            "        device = torch.device(f'{torch.accelerator.current_accelerator().type}:{device}')\n"
+            "    return device\n",
+        ),
+        Invalid(
+            "import torch\ndef f(worker):\n    return torch.zeros(1, device='cuda:1')\n",
+            3,
+            34,
+            fixed="import torch\ndef f(worker):\n    return torch.zeros(1, device="
+            "torch.device(torch.accelerator.current_accelerator().type, 1))\n",
+        ),
+        Invalid(
+            "import torch\ndef f(i):\n    return torch.device('cuda', i)\n",
+            3,
+            12,
+            fixed="import torch\ndef f(i):\n"
+            "    return torch.device(torch.accelerator.current_accelerator().type, i)\n",
+        ),
+        # `self.device` may hold an index or a string: a `torch.device` is made of it.
+        Invalid(
+            "import torch\nclass W:\n    def __init__(self, device: int):\n        self.device = device\n"
+            "    def g(self):\n        return torch.device('cuda')\n",
+            6,
+            16,
+            fixed="import torch\nclass W:\n    def __init__(self, device: int):\n"
+            "        self.device = device\n    def g(self):\n        return torch.device(self.device)\n",
+        ),
+        # `self.device` set after the line, a CPU `self.device`, a device parameter that may be
+        # None: none of them is the device in use.
+        Invalid(
+            "import torch\nclass M:\n    def __init__(self, config):\n"
+            "        self.buf = torch.zeros(1, device='cuda')\n        self.device = config.device\n",
+            4,
+            42,
+            fixed="import torch\nclass M:\n    def __init__(self, config):\n"
+            "        self.buf = torch.zeros(1, device=torch.accelerator.current_accelerator())\n"
+            "        self.device = config.device\n",
+        ),
+        Invalid(
+            "import torch\nclass Offload:\n    def __init__(self):\n        self.device = torch.device('cpu')\n"
+            "    def load(self, x):\n        return x.to('cuda')\n",
+            6,
+            21,
+            fixed="import torch\nclass Offload:\n    def __init__(self):\n"
+            "        self.device = torch.device('cpu')\n    def load(self, x):\n"
+            "        return x.to(torch.accelerator.current_accelerator())\n",
+        ),
+        Invalid(
+            "def f(x, device=None):\n    return x.to('cuda')\n",
+            2,
+            17,
+            fixed="import torch\ndef f(x, device=None):\n"
+            "    return x.to(torch.accelerator.current_accelerator())\n",
+        ),
         Invalid("import torch\ndevice = torch.device('cuda')\n", 2, 10),
         Invalid('import torch\ndevice = torch.device("cuda:0")\n', 2, 10),
-        Invalid("import torch\ndef f(i):\n    return torch.device('cuda', i)\n", 3, 12),
         Invalid("import torch\ndef f(i):\n    return torch.device(f'cuda:{i}')\n", 3, 12),
         Invalid("import torch as t\nd = t.device('cuda')\n", 2, 5),
         Invalid("from torch import device\nd = device('cuda')\n", 2, 5),
@@ -145,47 +235,80 @@ class HardcodedCudaDevice(Rule):
         Invalid("def load(path, map_device: str = 'cuda:0'):\n    pass\n", 1, 34),
     ]
 
-    def _fix(self, hardcoded: cst.CSTNode):
-        expression = device_in_scope(self, hardcoded)
-        rewrite = Rewrite(replace={id(hardcoded): cst.parse_expression(expression)})
-        if expression.startswith("torch."):
-            rewrite.imports.add("torch")
-        return self.build_fix(rewrite, UNSAFE, f"Use `{expression}`")
+    def _indexed(self, literal: cst.BaseExpression) -> cst.BaseExpression | None:
+        """The CUDA device ``literal`` names with its type replaced and its index kept
+        (``"cuda:1"``, ``f"cuda:{i}"``); None where it names no index."""
+        kind = device_type(default_device(self))
+        if isinstance(literal, cst.FormattedString) and len(literal.parts) > 1:
+            parts = [
+                cst.FormattedStringExpression(cst.parse_expression(kind)),
+                cst.FormattedStringText(":"),
+                *literal.parts[1:],
+            ]
+            return literal.with_changes(parts=parts)
+        text = (
+            literal.evaluated_value
+            if isinstance(literal, cst.SimpleString)
+            else cst.Module([]).code_for_node(literal)[2:-1]
+        )
+        _, _, index = str(text).partition(":")
+        return cst.parse_expression(f"torch.device({kind}, {index})") if index else None
+
+    def _fix(self, old: cst.CSTNode, new: cst.BaseExpression) -> Fix | None:
+        code = cst.Module([]).code_for_node(new)
+        rewrite = Rewrite(replace={id(old): new}, imports={"torch"} if "torch." in code else set())
+        return self.build_fix(rewrite, UNSAFE, f"Use `{code}`")
+
+    def _device_call(self, node: cst.Call, device_type_arg: cst.Arg) -> None:
+        """``torch.device("cuda"...)``: the device in scope, or the type replaced, index kept."""
+        literal = device_type_arg.value
+        index = argument(node, "index", 1)
+        indexed = self._indexed(literal)
+        if index is not None:
+            new_type = cst.parse_expression(device_type(default_device(self)))
+            fix, suggested = self._fix(literal, new_type), cst.Module([]).code_for_node(new_type)
+        elif indexed is not None:
+            old = literal if isinstance(indexed, cst.FormattedString) else node
+            fix, suggested = self._fix(old, indexed), cst.Module([]).code_for_node(indexed)
+        else:
+            device = fix_device(self, node)
+            fix = self._fix(node, cst.parse_expression(device.as_device()))
+            suggested = message_device(self, node).as_device()
+        self.report(node, f"`torch.device` hardcodes CUDA; use `{suggested}`", fix=fix)
+
+    def _device_string(self, literal: cst.BaseExpression, what: str) -> None:
+        """A CUDA device string given as a device: ``device="cuda"``, ``.to("cuda:1")``."""
+        indexed = self._indexed(literal)
+        if indexed is not None:
+            fix = self._fix(literal, indexed)
+            suggested = cst.Module([]).code_for_node(indexed)
+        else:
+            fix = self._fix(literal, cst.parse_expression(fix_device(self, literal).expression))
+            suggested = message_device(self, literal).expression
+        self.report(literal, f"{what} hardcodes CUDA; use `{suggested}`", fix=fix)
 
     def visit_Call(self, node: cst.Call) -> None:
         if resolves_to(self, node.func, TORCH_DEVICE):
-            device_type = argument(node, "type", 0)
-            if device_type and is_cuda_device_literal(device_type.value):
-                self.report(
-                    node,
-                    "`torch.device` hardcodes CUDA; take the device from the caller (e.g. `worker.device`) or `torch.accelerator.current_accelerator()`",
-                    fix=self._fix(node),
-                )
+            device_type_arg = argument(node, "type", 0)
+            if device_type_arg and is_cuda_device_literal(device_type_arg.value):
+                self._device_call(node, device_type_arg)
             return
         device = keyword(node, "device")
         if device and is_cuda_device_literal(device.value):
-            self.report(
-                device.value,
-                "`device=` hardcodes CUDA; pass the device in use instead",
-                fix=self._fix(device.value),
-            )
+            self._device_string(device.value, "`device=`")
         if method_name(node) == "to":
             target = positional(node, 0)
             if target and is_cuda_device_literal(target.value):
-                self.report(
-                    target.value,
-                    "`.to()` hardcodes CUDA; move to the device in use instead",
-                    fix=self._fix(target.value),
-                )
-        device_type = keyword(node, "device_type")
-        if not device_type and resolves_to(self, node.func, DEVICE_TYPE_FIRST):
-            device_type = positional(node, 0)
-        if device_type and is_cuda_device_literal(device_type.value):
+                self._device_string(target.value, "`.to()`")
+        device_type_arg = keyword(node, "device_type")
+        if not device_type_arg and resolves_to(self, node.func, DEVICE_TYPE_FIRST):
+            device_type_arg = positional(node, 0)
+        if device_type_arg and is_cuda_device_literal(device_type_arg.value):
             callee = dotted_name(node.func) or "the call"
             self.report(
-                device_type.value,
+                device_type_arg.value,
                 f"`{callee}` is given the CUDA device type by name; pass the type of the device "
-                "in use (`device.type`)",
+                f"in use (`{device_type(message_device(self, node))}`)",
             )
 
     def visit_Param(self, node: cst.Param) -> None:

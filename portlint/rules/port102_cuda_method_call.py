@@ -1,10 +1,10 @@
 import libcst as cst
 
-from portlint.analysis.device_scope import device_in_scope
-from portlint.analysis.names import method_name, qualified_names
+from portlint.analysis.device_scope import fix_device, message_device, walk
+from portlint.analysis.names import argument, dotted_name, method_name, qualified_names
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
-from portlint.findings import UNSAFE
+from portlint.findings import UNSAFE, Fix
 from portlint.fix import Rewrite
 from portlint.rule import Invalid, Rule
 
@@ -38,10 +38,14 @@ class CudaMethodCall(Rule):
     ```
 
     ## Fix safety
-    Unsafe: `.cuda(...)` becomes `.to(<device in scope>, ...)`, keeping keyword arguments such as
-    `non_blocking=True` and dropping a device index. The device in scope is chosen as for PORT101
-    (a `device` parameter, `worker.device`, `self.device`, a tensor parameter's `.device`, else
-    `torch.accelerator.current_accelerator()`).
+    Unsafe: `.cuda(i)` becomes `.to(i)` (the same move on CUDA, index and all), `.cuda()` becomes
+    `.to(<device in use>)`, keeping keyword arguments such as `non_blocking=True`. The device in
+    use is chosen as for PORT101 (a `device` parameter, `worker.device`, `self.device`, else
+    `torch.accelerator.current_accelerator()`): never the tensor's own `.device`, which would
+    make the move a no-op, nor another tensor's. `.cuda(i, True)` has no fix (`.to` takes its
+    positional arguments in another order), nor a receiver that an enclosing
+    `if isinstance(x, C):` says is of a class not torch's, which may define its own `.cuda()`
+    (transformers moves `HQQLinear` layers so).
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.Tensor.cuda.html
@@ -79,9 +83,14 @@ class CudaMethodCall(Rule):
             "y = x.cuda(0)\n",
             1,
             7,
+            fixed="y = x.to(0)\n",
+        ),
+        Invalid(
+            "y = x.cuda()\n",
+            1,
+            7,
             fixed="import torch\ny = x.to(torch.accelerator.current_accelerator())\n",
         ),
-        Invalid("y = x.cuda()\n", 1, 7),
         Invalid("y = x.float().cuda(0)\n", 1, 15),
         Invalid("class M:\n    def setup(self):\n        self.cuda()\n", 3, 14),
         Invalid("y = model.cuda(non_blocking=True)\n", 1, 11),
@@ -99,21 +108,61 @@ class CudaMethodCall(Rule):
             return  # not torch's `.cuda()`: a project's own API (`Requirement.cuda(min_sm=...)`)
         if self._is_class(node.func.value):
             return  # a classmethod (`Capability.cuda()`), not a tensor or module moved
-        expression = device_in_scope(self, node)
+        if self._of_own_class(node, node.func.value):
+            # `if isinstance(module, HQQLinear): module.cuda(device)`: that class's own `.cuda()`.
+            return self._report(node, None, message_device(self, node).expression)
+        if sum(a.keyword is None for a in node.args) > 1:
+            # `.cuda(i, True)`: `.to` takes its positional arguments in another order.
+            return self._report(node, None, message_device(self, node).expression)
+        given = argument(node, "device", 0)
         keywords = [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
+        if given is not None:  # `.cuda(i)`: `.to(i)` is the same move on CUDA, index and all
+            target = given.value
+            suggested = cst.Module([]).code_for_node(target)
+        else:
+            target = cst.parse_expression(fix_device(self, node).expression)
+            suggested = message_device(self, node).expression
         moved = node.with_changes(
             func=node.func.with_changes(attr=cst.Name("to")),
-            args=[cst.Arg(cst.parse_expression(expression)), *keywords],
+            args=[cst.Arg(target), *keywords],
         )
-        rewrite = Rewrite(replace={id(node): moved})
-        if expression.startswith("torch."):
-            rewrite.imports.add("torch")
+        code = cst.Module([]).code_for_node(target)
+        rewrite = Rewrite(
+            replace={id(node): moved}, imports={"torch"} if "torch." in code else set()
+        )
+        self._report(node, self.build_fix(rewrite, UNSAFE, f"Use `.to({code})`"), suggested)
+
+    def _report(self, node: cst.Call, fix: Fix | None, suggested: str) -> None:
+        assert isinstance(node.func, cst.Attribute)  # a method call: `<receiver>.cuda(...)`
         self.report(
             node,
-            "`.cuda()` moves to CUDA by name; use `.to(device)` with the device in use",
+            f"`.cuda()` moves to CUDA by name; use `.to({suggested})`",
             start=node.func.attr,
-            fix=self.build_fix(rewrite, UNSAFE, f"Use `.to({expression})`"),
+            fix=fix,
         )
+
+    def _of_own_class(self, node: cst.Call, receiver: cst.BaseExpression) -> bool:
+        """Whether an enclosing ``if isinstance(receiver, C):`` says the receiver is of a class
+        that is not torch's: such a class may have a `.cuda()` of its own."""
+        name = dotted_name(receiver)
+        child: cst.CSTNode = node
+        current = self.get_metadata(ParentProvider, node, None)
+        while name and current is not None:
+            if isinstance(current, cst.If) and child is current.body:
+                for call in walk(current.test):
+                    if (
+                        isinstance(call, cst.Call)
+                        and dotted_name(call.func) == "isinstance"
+                        and len(call.args) == 2
+                        and dotted_name(call.args[0].value) == name
+                        and not any(
+                            q.startswith("torch.")
+                            for q in qualified_names(self, call.args[1].value)
+                        )
+                    ):
+                        return True
+            child, current = current, self.get_metadata(ParentProvider, current, None)
+        return False
 
     def _is_class(self, receiver: cst.BaseExpression) -> bool:
         """Whether ``receiver`` names a class (by the convention that classes, and only they, are

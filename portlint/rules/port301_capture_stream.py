@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -17,10 +18,12 @@ from portlint.analysis.names import (
     method_name,
     qualified_names,
 )
+from portlint.analysis.object_uses import made_by
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.positions import PositionProvider
 from portlint.analysis.scopes import NameProvider
-from portlint.analysis.streams import StreamSource, stream_source
+from portlint.analysis.streams import StreamSource, makes_stream, stream_source
+from portlint.cuda_api import BY_NAME
 from portlint.evidence import CAPTURE
 from portlint.facts import NOT_WARMUPS, STREAM_CONTEXTS
 from portlint.findings import UNSAFE
@@ -125,9 +128,13 @@ class CaptureStreamNotWarmed(Rule):
     capture site, the fix hoists that call — `capture_stream = current_stream()` — to just before
     the warm-up, in the block that holds both, and passes `stream=capture_stream` (vLLM's fix of
     #53399). Where `stream=` is left out, it creates the stream before the warm-up
-    (`capture_stream = torch.cuda.Stream()`, ordered after the current stream with `wait_stream`),
-    runs the warm-up statements under `with torch.cuda.stream(capture_stream):` and passes
-    `stream=capture_stream`. Other cases, and `capture_begin()`, have no fix.
+    (`capture_stream = torch.Stream()`, ordered after the current stream with `wait_stream`),
+    runs the warm-up statements under `with capture_stream:`, makes the current stream wait for
+    them (PyTorch's documented pattern) and passes `stream=capture_stream`. It writes the portable
+    forms the target torch has (`torch.Stream`, `torch.accelerator.current_stream()`, `with
+    stream:` from 2.7), so that PORT402 has nothing to report in them. Where the warm-up ran under
+    one stream context (`with torch.cuda.stream(s):`) and the capture left `stream=` out, the fix
+    passes `stream=s`. Other cases, and `capture_begin()`, have no fix.
 
     ## References
     - vLLM #53399 and #53818: Gemma4 centroids graph capture on ROCm
@@ -153,6 +160,10 @@ class CaptureStreamNotWarmed(Rule):
         "        m(x)\n    torch.cuda.current_stream().wait_stream(s)\n"
         "    g = torch.cuda.CUDAGraph()\n    with torch.cuda.graph(g, stream=s):\n"
         "        m(x)\n        torch.cuda.current_stream()\n",
+        # The same, portable (what PORT301's and PORT402's fixes write): `with s:` on a stream.
+        "import torch\ndef f(m, x, g):\n    s = torch.Stream()\n"
+        "    s.wait_stream(torch.accelerator.current_stream())\n    with s:\n        m(x)\n"
+        "    with torch.cuda.graph(g, stream=s):\n        m(x)\n",
         # A copy made outside the stream context too: the model was warmed on `s`.
         "import torch\ndef f(m, x, buf):\n    s = torch.cuda.Stream()\n    with torch.cuda.stream(s):\n"
         "        buf.copy_(x)\n        m(buf)\n    buf.copy_(x)\n    g = torch.cuda.CUDAGraph()\n"
@@ -196,10 +207,20 @@ class CaptureStreamNotWarmed(Rule):
             4,
             10,
             fixed="import torch\ndef f(m, x, g, capture_stream):\n"
-            "    capture_stream_2 = torch.cuda.Stream()\n"
-            "    capture_stream_2.wait_stream(torch.cuda.current_stream())\n"
-            "    with torch.cuda.stream(capture_stream_2):\n        m(x)\n"
+            "    capture_stream_2 = torch.Stream()\n"
+            "    capture_stream_2.wait_stream(torch.accelerator.current_stream())\n"
+            "    with capture_stream_2:\n        m(x)\n"
+            "    torch.accelerator.current_stream().wait_stream(capture_stream_2)\n"
             "    with torch.cuda.graph(g, stream=capture_stream_2):\n        m(x)\n",
+        ),
+        # The warm-up ran under a stream of its own: the capture goes on it.
+        Invalid(
+            "import torch\ndef f(m, x, g, side):\n    with torch.cuda.stream(side):\n        m(x)\n"
+            "    with torch.cuda.graph(g, stream=None):\n        m(x)\n",
+            5,
+            10,
+            fixed="import torch\ndef f(m, x, g, side):\n    with torch.cuda.stream(side):\n"
+            "        m(x)\n    with torch.cuda.graph(g, stream=side):\n        m(x)\n",
         ),
         # A warm-up in a branch that does not leave the function still reaches the capture.
         Invalid(
@@ -326,12 +347,16 @@ class CaptureStreamNotWarmed(Rule):
                 self.frame.bindings.setdefault(key, []).append(binding)
 
     def _stream_context(self, node: cst.With) -> list[str | None]:
+        """The streams ``node`` makes current: ``with torch.cuda.stream(s):`` and, on a
+        ``torch.Stream``, ``with s:``."""
         contexts = []
         for item in node.items:
             call = item.item
             if isinstance(call, cst.Call) and qualified_names(self, call.func) & STREAM_CONTEXTS:
                 target = argument(call, "stream", 0)
                 contexts.append(dotted_name(target.value) if target else None)
+            elif dotted_name(call) and made_by(self, call, partial(makes_stream, self)):
+                contexts.append(dotted_name(call))
         return contexts
 
     def visit_With_body(self, node: cst.With) -> None:
@@ -405,6 +430,14 @@ class CaptureStreamNotWarmed(Rule):
     def _fix(self, capture: Capture, warmups: list[CallSite], stream: cst.Call | None):
         """Hoist the capture stream before the warm-up (and run the warm-up on it)."""
         call = capture.region.call
+        contexts = {warmup.stream for warmup in warmups}
+        if stream is None and len(contexts) == 1 and None not in contexts:
+            # The warm-up ran under one stream context: capture on that stream (PyTorch's
+            # documented pattern); wrapping the warm-up again would not change its stream.
+            (key,) = contexts
+            assert key is not None  # (checked above)
+            rewrite = Rewrite(replace={id(call): self._with_stream(call, key)})
+            return self.build_fix(rewrite, UNSAFE, f"Capture on `{key}`")
         capture_chain = self._parents(call)
         first_chain, last_chain = self._parents(warmups[0].node), self._parents(warmups[-1].node)
         first_ids = {id(n) for n in first_chain}
@@ -433,26 +466,64 @@ class CaptureStreamNotWarmed(Rule):
             for n in ["capture_stream", *(f"capture_stream_{i}" for i in range(2, 100))]
             if n not in taken
         )
+        portable = self._portable
         if stream is not None:
-            fetch = cst.parse_statement(f"{name} = {self.module.code_for_node(stream)}\n")
+            fetched = portable("torch.cuda.current_stream") if self._is_torch_current(stream) else (
+                self.module.code_for_node(stream)
+            )  # fmt: skip
+            fetch = cst.parse_statement(f"{name} = {fetched}\n")
             rewrite = Rewrite(
-                insert_before={id(first): [fetch]}, replace={id(stream): cst.Name(name)}
+                insert_before={id(first): [fetch]},
+                replace={id(stream): cst.Name(name)},
+                imports={"torch"} if fetched.startswith("torch.") else set(),
             )
             return self.build_fix(rewrite, UNSAFE, f"Fetch `{name}` before the warm-up")
         hoisted: list[cst.BaseStatement] = [
-            cst.parse_statement(f"{name} = torch.cuda.Stream()\n"),
-            cst.parse_statement(f"{name}.wait_stream(torch.cuda.current_stream())\n"),
+            cst.parse_statement(f"{name} = {portable('torch.cuda.Stream')}\n"),
+            cst.parse_statement(f"{name}.wait_stream({portable('torch.cuda.current_stream')})\n"),
         ]
-        parsed = cst.parse_expression(f"f(stream={name})")
-        assert isinstance(parsed, cst.Call)  # parsed from a call
-        with_stream = call.with_changes(args=[*call.args, parsed.args[0]])
+        with_stream = self._with_stream(call, name)
+        context = name if self._reports("torch.cuda.stream") else f"torch.cuda.stream({name})"
+        # The ambient stream waits for the warm-up before the code after it reads its results.
+        join = cst.parse_statement(f"{portable('torch.cuda.current_stream')}.wait_stream({name})\n")
+        after = block.body[positions[id(last)] + 1]
         rewrite = Rewrite(
-            insert_before={id(first): hoisted},
-            wrap=(id(first), id(last), cst.parse_expression(f"torch.cuda.stream({name})")),
+            insert_before={id(first): hoisted, id(after): [join]},
+            wrap=(id(first), id(last), cst.parse_expression(context)),
             replace={id(call): with_stream},
             imports={"torch"},
         )
         return self.build_fix(rewrite, UNSAFE, f"Warm up and capture on `{name}`")
+
+    @staticmethod
+    def _with_stream(call: cst.Call, name: str) -> cst.Call:
+        """The capture call with ``stream=name`` (in place of a ``stream=None`` it had)."""
+        given = argument(call, "stream", 2)
+        if given is not None:
+            args = [a.with_changes(value=cst.Name(name)) if a is given else a for a in call.args]
+            return call.with_changes(args=args)
+        parsed = cst.parse_expression(f"f(stream={name})")
+        assert isinstance(parsed, cst.Call)  # parsed from a call
+        return call.with_changes(args=[*call.args, parsed.args[0]])
+
+    def _reports(self, name: str) -> bool:
+        """Whether PORT4xx reports the CUDA API ``name`` at the target torch: the fix then writes
+        its replacement instead (a fix never writes what another rule reports)."""
+        target = self.settings.target_torch_version
+        return target is None or BY_NAME[name].since <= target
+
+    def _portable(self, name: str) -> str:
+        """A call of ``name`` (a stream API without arguments), as the target torch has it."""
+        return f"{BY_NAME[name].replacement if self._reports(name) else name}()"
+
+    def _is_torch_current(self, stream: cst.Call) -> bool:
+        """``torch.cuda.current_stream()`` through the torch module (a name imported from
+        torch.cuda is moved as it is: writing the replacement would leave its import unused)."""
+        return (
+            not stream.args
+            and isinstance(stream.func, cst.Attribute)
+            and "torch.cuda.current_stream" in qualified_names(self, stream.func)
+        )
 
     def _stream_problem(self, frame: Frame, key: str, warmups: list[CallSite]) -> str | None:
         if any(warmup.stream == key for warmup in warmups):

@@ -1,10 +1,19 @@
+from functools import partial
+
 import libcst as cst
 
 from portlint.analysis.capture import CaptureRegionProvider
-from portlint.analysis.names import argument, imported_names, method_name, qualified_names
+from portlint.analysis.names import (
+    argument,
+    dotted_name,
+    imported_names,
+    method_name,
+    qualified_names,
+)
+from portlint.analysis.object_uses import made_by
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
-from portlint.analysis.streams import StreamSource, stream_source
+from portlint.analysis.streams import StreamSource, makes_stream, stream_source
 from portlint.evidence import CAPTURE
 from portlint.facts import CAPTURE_BEGIN, SET_STREAM_FUNCTIONS, STREAM_CONTEXTS
 from portlint.rule import Invalid, Rule
@@ -17,7 +26,8 @@ class StreamSwitchInCapture(Rule):
     Reports, inside a graph capture (`with torch.cuda.graph(...)`, after
     `stack.enter_context(torch.cuda.graph(...))`, between `g.capture_begin()` and
     `g.capture_end()`):
-    - `with torch.cuda.stream(s)` for a stream other than the capture's;
+    - `with torch.cuda.stream(s)` (or, on a `torch.Stream`, `with s:`) for a stream other than
+      the capture's;
     - `torch.cuda.set_stream(...)` and `torch.accelerator.set_stream(...)`;
     - a stream fetched by a call (`current_stream()`, `torch.cuda.Stream()`, ...) and passed to
       other work, as an argument or as the receiver of a method.
@@ -70,6 +80,9 @@ class StreamSwitchInCapture(Rule):
     )
 
     VALID = [
+        "import torch\ndef f(g, m, x):\n    s = torch.Stream()\n    with torch.cuda.graph(g, stream=s):\n"
+        "        with s:\n            y = m(x)\n",
+        "def f(g, m, x, lock):\n    with torch.cuda.graph(g):\n        with lock:\n            y = m(x)\n",
         "import torch\ndef f(g, m, x):\n    with torch.cuda.graph(g):\n        y = m(x)\n"
         "    with torch.cuda.stream(s):\n        m(x)\n",
         "import torch\ndef f(g, m, x, s):\n    with torch.cuda.graph(g, stream=s):\n"
@@ -88,6 +101,13 @@ class StreamSwitchInCapture(Rule):
             "import torch\ndef f(g, m, x, side):\n    with torch.cuda.graph(g):\n"
             "        with torch.cuda.stream(side):\n            y = m(x)\n",
             4,
+            14,
+        ),
+        # The portable form: `with side:` on a `torch.Stream`.
+        Invalid(
+            "import torch\ndef f(g, m, x):\n    side = torch.Stream()\n    with torch.cuda.graph(g):\n"
+            "        with side:\n            y = m(x)\n",
+            5,
             14,
         ),
         Invalid(
@@ -111,6 +131,26 @@ class StreamSwitchInCapture(Rule):
         ),
     ]
 
+    def _switch(self, node: cst.CSTNode, target: cst.BaseExpression | None, region) -> None:
+        """A stream context on ``target`` inside ``region``: reported unless it is the capture's
+        own stream."""
+        if target is not None and region.stream is not None and target.deep_equals(region.stream):
+            return
+        self.report(
+            node,
+            "switches to another stream inside a graph capture; the work is captured only if that stream forks from and joins back into the capture stream",
+            confidence="likely",
+        )
+
+    def visit_With(self, node: cst.With) -> None:
+        """``with side:`` on a ``torch.Stream``: the portable ``with torch.cuda.stream(side):``."""
+        region = self.get_metadata(CaptureRegionProvider, node, None)
+        if region is None:
+            return
+        for item in node.items:
+            if dotted_name(item.item) and made_by(self, item.item, partial(makes_stream, self)):
+                self._switch(item.item, item.item, region)
+
     def visit_Call(self, node: cst.Call) -> None:
         region = self.get_metadata(CaptureRegionProvider, node, None)
         if region is None or region.call is node:
@@ -118,18 +158,7 @@ class StreamSwitchInCapture(Rule):
         names = qualified_names(self, node.func)
         if names & STREAM_CONTEXTS:
             target = argument(node, "stream", 0)
-            capture_stream = region.stream
-            if (
-                target is not None
-                and capture_stream is not None
-                and target.value.deep_equals(capture_stream)
-            ):
-                return
-            self.report(
-                node,
-                "switches to another stream inside a graph capture; the work is captured only if that stream forks from and joins back into the capture stream",
-                confidence="likely",
-            )
+            self._switch(node, target.value if target else None, region)
         elif names & SET_STREAM_FUNCTIONS:
             self.report(
                 node,

@@ -36,10 +36,13 @@ class CudaDeviceApi(CudaApiRule):
     ## Fix safety
     Safe for `synchronize`, `current_device` and `set_device`: on CUDA the replacement does the
     same, and `device=` is passed positionally as the replacement requires. Unsafe for
-    `device_count` and `is_available` (they become true or non-zero on other accelerators, so code
-    behind them runs there too) and for `device(...)` (`device_index` takes an index only). None
-    for `get_device_capability`: `torch.accelerator.get_device_capability` returns the supported
-    dtypes, not a (major, minor) pair.
+    `device_count` (non-zero on other accelerators) and for `device(...)`, fixed only where its
+    argument is an integer or named as an index (`local_rank`, `device_id`): `device_index`
+    takes an index only. No fix for `is_available`, nor for `device_count` in a condition: rewritten alone,
+    a check that guards CUDA-only code would let that code run on XPU, NPU and MPS. None for
+    `get_device_capability`: `torch.accelerator.get_device_capability` returns the supported
+    dtypes, not a (major, minor) pair. No fix, in the whole family, where the name was imported
+    from torch.cuda (`from torch import cuda`): the import would be left unused.
 
     ## References
     - https://pytorch.org/docs/stable/accelerator.html
@@ -71,18 +74,20 @@ class CudaDeviceApi(CudaApiRule):
             fixed="import torch\nimport torch as t\ntorch.accelerator.synchronize(0)\n",
         ),
         Invalid(
-            "from torch import cuda\nn = cuda.device_count()\n",
+            "import torch\nn = torch.cuda.device_count()\n",
             2,
             5,
-            fixed="import torch\nfrom torch import cuda\nn = torch.accelerator.device_count()\n",
+            fixed="import torch\nn = torch.accelerator.device_count()\n",
         ),
+        # A name imported from torch.cuda: a fix would leave the import unused.
+        Invalid("from torch import cuda\nn = cuda.device_count()\n", 2, 5),
+        Invalid("from torch.cuda import current_device\ni = current_device()\n", 2, 5),
+        # `device_index` takes an index only: not fixed where the argument may be a device.
         Invalid(
-            "from torch.cuda import current_device\ni = current_device()\n",
-            2,
-            5,
-            fixed="import torch\nfrom torch.cuda import current_device\n"
-            "i = torch.accelerator.current_device_index()\n",
+            "import torch\ndef f(x):\n    with torch.cuda.device(x.device):\n        pass\n", 3, 10
         ),
+        # A check: the code behind it is what must become portable.
+        Invalid("import torch\nif not torch.cuda.is_available():\n    pass\n", 2, 8),
         Invalid(
             "import torch\nwith torch.cuda.device(1):\n    pass\n",
             2,

@@ -36,11 +36,15 @@ class CudaStreamApi(CudaApiRule):
     ```
 
     ## Fix safety
-    Unsafe throughout. `torch.Stream` and `torch.accelerator.current_stream()` have no
-    `.cuda_stream` (code passing the raw handle to a CUDA library breaks); `torch.Event` takes its
-    flags by keyword (the fix names them) and has no IPC handle; `torch.accelerator.set_stream`
-    rejects `None`; `with torch.cuda.stream(s):` becomes `with s:`, which raises where `s` may be
-    `None`.
+    Unsafe throughout, and offered only where the result means the same on CUDA.
+    `torch.Stream` and `torch.accelerator.current_stream()` have no `.cuda_stream`, and
+    `torch.Event` no `.cuda_event`: a stream or event is replaced only where every use of it in
+    the module (bound to a name, every use in its function; bound to `self.x`, every `.x`) is a
+    member the portable type has, a `with`, a comparison, or an argument of a stream API — not
+    where it goes to other code, which may ask it for the raw handle. `torch.Event` takes its
+    flags by keyword (the fix names them). `torch.accelerator.set_stream` rejects `None`, and
+    `with torch.cuda.stream(s):` becomes `with s:`, which raises on `None`: both are fixed only
+    where `s` is made by a stream call in the function (or, for `self.s`, in the module).
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.Stream.html
@@ -74,23 +78,25 @@ class CudaStreamApi(CudaApiRule):
             fixed="import torch\ndone = torch.Event(enable_timing=True)\n",
         ),
         Invalid(
-            "import torch\nwith torch.cuda.stream(side):\n    pass\n",
-            2,
+            "import torch\nside = torch.Stream()\nwith torch.cuda.stream(side):\n    pass\n",
+            3,
             6,
-            fixed="import torch\nwith side:\n    pass\n",
+            fixed="import torch\nside = torch.Stream()\nwith side:\n    pass\n",
         ),
         Invalid(
-            "from torch.cuda import current_stream\ns = current_stream()\n",
+            "import torch\ns = torch.cuda.current_stream()\ns.synchronize()\n",
             2,
             5,
-            fixed="import torch\nfrom torch.cuda import current_stream\n"
-            "s = torch.accelerator.current_stream()\n",
+            fixed="import torch\ns = torch.accelerator.current_stream()\ns.synchronize()\n",
         ),
+        # The raw handle for a CUDA library: `torch.Stream` has none.
+        Invalid("import torch\ns = torch.cuda.current_stream()\nlib.run(s.cuda_stream)\n", 2, 5),
         Invalid(
-            "import torch\ntorch.cuda.set_stream(side)\n",
-            2,
+            "import torch\nprev = torch.accelerator.current_stream()\ntorch.cuda.set_stream(prev)\n",
+            3,
             1,
-            fixed="import torch\ntorch.accelerator.set_stream(side)\n",
+            fixed="import torch\nprev = torch.accelerator.current_stream()\n"
+            "torch.accelerator.set_stream(prev)\n",
         ),
         Invalid("import torch\nok = isinstance(side, torch.cuda.Stream)\n", 2, 23),
     ]

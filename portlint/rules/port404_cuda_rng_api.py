@@ -21,13 +21,16 @@ class CudaRngApi(CudaApiRule):
 
     Use instead:
     ```python
-    torch.manual_seed(seed)  # seeds the CPU and every device
+    torch.get_device_module().manual_seed_all(seed)  # the accelerator's generators
     ```
 
     ## Fix safety
-    Unsafe: `torch.manual_seed` also reseeds the CPU generator (and, for `manual_seed`, every
-    device, not only the current one), which changes the random streams that follow. No fix for
-    `get_rng_state`/`set_rng_state`: use `torch.get_device_module(device)` and its functions.
+    Unsafe: each call becomes the same function of the device's module —
+    `torch.get_device_module(device)` for a device in scope, else `torch.get_device_module()`, the
+    accelerator's — which on CUDA is torch.cuda's own, so the random streams stay as they were
+    (`torch.manual_seed` would reseed the CPU generator too). Elsewhere it is the device's
+    function, where the device module has one (`torch.mps` has no `manual_seed_all`, and a
+    CPU-only build's `torch.cpu` no `manual_seed`).
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.manual_seed.html
@@ -50,13 +53,20 @@ class CudaRngApi(CudaApiRule):
             "import torch\ntorch.cuda.manual_seed(0)\n",
             2,
             1,
-            fixed="import torch\ntorch.manual_seed(0)\n",
+            fixed="import torch\ntorch.get_device_module().manual_seed(0)\n",
         ),
         Invalid(
             "import torch\ntorch.cuda.manual_seed_all(seed)\n",
             2,
             1,
-            fixed="import torch\ntorch.manual_seed(seed)\n",
+            fixed="import torch\ntorch.get_device_module().manual_seed_all(seed)\n",
         ),
-        Invalid("import torch\nstate = torch.cuda.get_rng_state()\n", 2, 9),
+        Invalid(
+            "import torch\ndef save(device: torch.device):\n    return torch.cuda.get_rng_state()\n",
+            3,
+            12,
+            fixed="import torch\ndef save(device: torch.device):\n"
+            "    return torch.get_device_module(device).get_rng_state()\n",
+        ),
+        Invalid("from torch.cuda import manual_seed\nmanual_seed(0)\n", 2, 1),
     ]

@@ -68,11 +68,12 @@ class CudaAmpApi(CudaApiRule):
             "torch.accelerator.current_accelerator().type, init_scale=1024.0)\n",
         ),
         Invalid(
-            "from torch.cuda.amp import autocast\nwith autocast(True):\n    pass\n",
+            "import torch\nwith torch.cuda.amp.autocast(True):\n    pass\n",
             2,
             6,
-            fixed="import torch\nfrom torch.cuda.amp import autocast\n"
+            fixed="import torch\n"
             "with torch.autocast(torch.accelerator.current_accelerator().type, enabled=True):\n"
             "    pass\n",
         ),
+        Invalid("from torch.cuda.amp import autocast\nwith autocast(True):\n    pass\n", 2, 6),
     ]

@@ -58,7 +58,7 @@ class NcclBackend(CudaApiRule):
             37,
             fixed="import torch\nimport torch.distributed as dist\ndef init(device):\n"
             "    dist.init_process_group(backend="
-            "torch.distributed.get_default_backend_for_device(device))\n",
+            "torch.distributed.get_default_backend_for_device(torch.device(device)))\n",
         ),
         Invalid(
             "import torch.distributed as dist\n"

@@ -1,0 +1,276 @@
+"""What fixes and messages mean: every suggestion exists in torch, every fix keeps the program's
+meaning on CUDA, fixes converge and never write what another rule reports (issue #20)."""
+
+from __future__ import annotations
+
+import functools
+import textwrap
+import types
+
+import pytest
+
+from portlint.cuda_api import DEVICE_MODULE, MEMBERS, suggestion
+from portlint.engine import fix_source
+from portlint.registry import all_rules
+from portlint.settings import Settings
+from tests.helpers import REPO, lint
+
+ATTRIBUTES = REPO / "tests" / "data" / "cuda_attributes.txt"
+EVERY_RULE = frozenset(all_rules())
+
+
+# Every rule, with no inference about the platform: a guard's own finding stands (in real code
+# the guards portlint does not recognise are where a rewritten check would un-guard code).
+UNGUARDED = Settings(select=EVERY_RULE, platform_inferences=frozenset())
+
+
+def fixed(source: str) -> str:
+    """``source`` after ``--fix --unsafe-fixes``, every rule, no platform inferences."""
+    return fix_source("case.py", source, UNGUARDED, unsafe=True).source
+
+
+def public(obj: object) -> set[str]:
+    return {name for name in dir(obj) if not name.startswith("_")}
+
+
+def device_module_members(torch) -> set[str]:
+    """The functions and classes torch.cuda shares with torch.xpu (not imported modules, typing
+    helpers or module constants)."""
+    shared = set()
+    for name in public(torch.cuda) & public(torch.xpu):
+        values = getattr(torch.cuda, name), getattr(torch.xpu, name)
+        if not any(isinstance(v, types.ModuleType) for v in values) and all(
+            (getattr(v, "__module__", "") or "").startswith("torch") for v in values
+        ):
+            shared.add(name)
+    return shared
+
+
+def test_the_members_of_the_portable_types_are_torchs():
+    torch = pytest.importorskip("torch")
+    assert MEMBERS[DEVICE_MODULE] == device_module_members(torch)
+    assert MEMBERS["torch.Stream"] == public(torch.Stream)
+    assert MEMBERS["torch.Event"] == public(torch.Event)
+    assert MEMBERS["torch.accelerator.Graph"] == public(torch.accelerator.Graph)
+
+
+def resolve(torch, dotted: str) -> object:
+    """The object a suggestion names, in the installed torch; AttributeError if there is none. A
+    member of the device module must be in torch.xpu and torch.cuda alike."""
+    if dotted.startswith(DEVICE_MODULE + "."):
+        name = dotted[len(DEVICE_MODULE) + 1 :]
+        getattr(torch.cuda, name)
+        return getattr(torch.xpu, name)
+    if dotted == DEVICE_MODULE:
+        return torch.get_device_module
+    return functools.reduce(getattr, dotted.split(".")[1:], torch)
+
+
+def test_every_suggestion_for_the_corpora_exists_in_torch():
+    """For each torch.cuda attribute vLLM, SGLang, DeepSpeed, transformers and accelerate use
+    (scripts/collect_cuda_attributes.py), what portlint suggests resolves in torch 2.13."""
+    torch = pytest.importorskip("torch")
+    names = ATTRIBUTES.read_text().split()
+    assert len(names) > 80
+    suggested = {name: suggestion(name) for name in names}
+    for name, dotted in suggested.items():
+        if dotted is not None:
+            assert resolve(torch, dotted) is not None, name
+    # The ones the issue found wrong have no portable equivalent; the shared ones keep theirs.
+    for name in (
+        "torch.cuda.profiler.start",
+        "torch.cuda.profiler.stop",
+        "torch.cuda.memory._snapshot",
+        "torch.cuda.memory._set_allocator_settings",
+        "torch.cuda.Stream.priority_range",
+    ):
+        assert suggested[name] is None, name
+    assert suggested["torch.cuda.get_device_name"] == f"{DEVICE_MODULE}.get_device_name"
+    assert suggested["torch.cuda.Event.record"] == "torch.Event.record"
+    assert suggested["torch.cuda.memory_cached"] == "torch.accelerator.memory.memory_reserved"
+
+
+def messages(source: str, *codes: str) -> list[str]:
+    return [v.message for v in lint(textwrap.dedent(source), *codes)]
+
+
+def test_a_name_with_no_portable_equivalent_is_said_to_have_none():
+    found = messages("import torch\ntorch.cuda.profiler.start()\n", "PORT409")
+    assert found == [
+        "`torch.cuda.profiler.start` is CUDA-only, and torch has no portable equivalent"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("source", "code", "named"),
+    [
+        # PORT101 said "e.g. `worker.device`" in functions without `worker`.
+        ("import torch\ndef f(x):\n    return torch.device('cuda')\n", "PORT101",
+         "`torch.accelerator.current_accelerator()`"),
+        ("import torch\ndef f(worker):\n    return torch.device('cuda')\n", "PORT101",
+         "`worker.device`"),
+        ("import torch\ndef f(x: torch.Tensor):\n    return torch.device('cuda')\n", "PORT101",
+         "`x.device`"),
+        ("import torch\nclass M:\n    def __init__(self, device):\n        self.device = device\n"
+         "    def g(self, y):\n        return y.cuda()\n", "PORT102", "`.to(self.device)`"),
+        ("import torch\ndef f(device):\n    return torch.cuda.get_device_name()\n", "PORT409",
+         "`torch.get_device_module(device).get_device_name`"),
+        ("import torch\ndef f():\n    return torch.cuda.get_device_name()\n", "PORT409",
+         "`torch.get_device_module().get_device_name`"),
+        ("def fast(hidden):\n    return hidden.is_cuda\n", "PORT409", "`hidden.device.type`"),
+        ("import torch.distributed as dist\ndist.init_process_group('nccl')\n", "PORT406",
+         "get_default_backend_for_device(torch.accelerator.current_accelerator())`"),
+    ],
+)  # fmt: skip
+def test_messages_name_what_is_in_scope(source, code, named):
+    (message,) = messages(source, code)
+    assert named in message
+    if "worker" not in source:
+        assert "worker" not in message
+
+
+# The wrong shapes of issue #20, each with the fix it must get (None: no fix).
+SHAPES = [
+    pytest.param(
+        "import torch\nclass M:\n    def __init__(self):\n        self.device = torch.device('cuda')\n",
+        "import torch\nclass M:\n    def __init__(self):\n"
+        "        self.device = torch.accelerator.current_accelerator()\n",
+        id="self.device = self.device",
+    ),
+    pytest.param(
+        "import torch\ndef f(x, device=torch.device('cuda')):\n    return x\n",
+        "import torch\ndef f(x, device=torch.accelerator.current_accelerator()):\n    return x\n",
+        id="default: device=device",
+    ),
+    pytest.param(
+        "import torch\ndef norm(device: int | str | torch.device):\n    if isinstance(device, int):\n"
+        "        device = torch.device(f'cuda:{device}')\n    return device\n",
+        "import torch\ndef norm(device: int | str | torch.device):\n    if isinstance(device, int):\n"
+        "        device = torch.device(f'{torch.accelerator.current_accelerator().type}:{device}')\n"
+        "    return device\n",
+        id="the index kept",
+    ),
+    pytest.param(
+        "import torch\nclass H:\n    def __init__(self):\n        self.stream = torch.cuda.Stream()\n"
+        "        self.ptr = self.stream.cuda_stream\n",
+        None,
+        id="the stream's .cuda_stream",
+    ),
+    pytest.param(
+        "import torch\nclass H:\n    def __init__(self):\n        self.stream = torch.cuda.Stream()\n"
+        "    def run(self, work):\n        with torch.cuda.stream(self.stream):\n            work()\n"
+        "        self.stream.synchronize()\n",
+        "import torch\nclass H:\n    def __init__(self):\n        self.stream = torch.Stream()\n"
+        "    def run(self, work):\n        with self.stream:\n            work()\n"
+        "        self.stream.synchronize()\n",
+        id="a stream every use of which is portable",
+    ),
+    pytest.param(
+        "import torch\nclass H:\n    def __init__(self):\n        self.side: torch.Stream | None = None\n"
+        "    def run(self, work):\n        with torch.cuda.stream(self.side):\n            work()\n",
+        None,
+        id="with torch.cuda.stream(s) where s may be None",
+    ),
+    pytest.param(
+        "import torch\ndef probe():\n    if not torch.cuda.is_available():\n"
+        "        raise RuntimeError('needs CUDA')\n    return torch.cuda.get_device_name()\n",
+        None,  # (nor get_device_name: its replacement is no fix)
+        id="the guard kept",
+    ),
+    pytest.param(
+        "import torch\ndef pick(x):\n    if torch.backends.mps.is_available():\n        return 'mps'\n"
+        "    elif torch.cuda.is_available():\n        torch_device = 'cuda'\n    return torch_device\n",
+        None,
+        id="elif is_available: 'cuda'",
+    ),
+    pytest.param(
+        "import torch\ndef world():\n    if torch.cuda.device_count() > 1:\n        run_nccl()\n",
+        None,
+        id="device_count in a condition",
+    ),
+    pytest.param(
+        "import torch\nclass W:\n    def __init__(self, device: int):\n        self.device = device\n"
+        "    def g(self):\n        return torch.device('cuda')\n",
+        "import torch\nclass W:\n    def __init__(self, device: int):\n        self.device = device\n"
+        "    def g(self):\n        return torch.device(self.device)\n",
+        id="self.device storing an int",
+    ),
+    pytest.param(
+        "def move(x):\n    return x.cuda()\n",
+        "import torch\ndef move(x):\n    return x.to(torch.accelerator.current_accelerator())\n",
+        id="x.cuda() never to x.device",
+    ),
+    pytest.param(
+        "def move(x: torch.Tensor, y: torch.Tensor):\n    return x.cuda() + y\n",
+        "import torch\ndef move(x: torch.Tensor, y: torch.Tensor):\n"
+        "    return x.to(torch.accelerator.current_accelerator()) + y\n",
+        id="x.cuda() never to another tensor's device",
+    ),
+    pytest.param(
+        "def move(x, rank):\n    return x.cuda(rank, non_blocking=True)\n",
+        "def move(x, rank):\n    return x.to(rank, non_blocking=True)\n",
+        id="x.cuda(i) keeps i",
+    ),
+    pytest.param(
+        "from hqq.core.quantize import HQQLinear\ndef move(model, device):\n"
+        "    for module in model.modules():\n        if isinstance(module, HQQLinear):\n"
+        "            module.cuda(device)\n",
+        None,
+        id="a class's own .cuda()",
+    ),
+    pytest.param(
+        "import torch\nfrom torch import cuda\ncuda.synchronize()\n",
+        None,
+        id="from torch import cuda: its import would be left unused",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "expected"), SHAPES)
+def test_each_wrong_shape_gets_the_fix_that_keeps_its_meaning(source, expected):
+    assert lint(source, settings=UNGUARDED), "the shape is a finding"
+    assert fixed(source) == (source if expected is None else expected)
+
+
+SEED = REPO / "tests" / "seeds" / "capture_legacy_buggy.py"
+
+
+def test_the_legacy_capture_seed_converges_in_one_round_without_a_fight():
+    """PORT301's fix writes the portable stream (no torch.cuda.Stream or torch.cuda.stream for
+    PORT402 to report), and PORT301 reads `with capture_stream:` as the warm-up's stream."""
+    source = SEED.read_text()
+    settings = Settings(select=EVERY_RULE)
+    before = lint(source, *EVERY_RULE)
+    assert [v.code for v in before if v.fix] == ["PORT301"]
+    once = fix_source("seed.py", source, settings, unsafe=True)
+    assert dict(once.applied) == {"PORT301": 1}
+    assert "        capture_stream = torch.Stream()\n" in once.source
+    assert "        capture_stream.wait_stream(torch.accelerator.current_stream())\n" in once.source
+    assert (
+        "        with capture_stream:\n            for _ in range(3):\n"
+        "                step(static_input, weight)\n"
+        "        torch.accelerator.current_stream().wait_stream(capture_stream)\n"
+    ) in once.source
+    assert "with torch.cuda.graph(g, stream=capture_stream):" in once.source
+    after = lint(once.source, *EVERY_RULE)
+    assert not any(v.fix for v in after)
+    assert {v.code for v in after} == {v.code for v in before} - {"PORT301"}
+
+
+def test_a_target_torch_without_with_stream_gets_the_cuda_forms():
+    source = SEED.read_text()
+    settings = Settings(select=EVERY_RULE, target_torch_version=(2, 5))
+    result = fix_source("seed.py", source, settings, unsafe=True)
+    assert "        capture_stream = torch.Stream()\n" in result.source
+    assert "capture_stream.wait_stream(torch.cuda.current_stream())" in result.source
+    assert "        with torch.cuda.stream(capture_stream):\n" in result.source
+    assert "        torch.cuda.current_stream().wait_stream(capture_stream)\n" in result.source
+    assert not any(v.fix for v in result.violations)
+
+
+def test_the_portable_stream_context_is_a_stream_switch_inside_a_capture():
+    source = (
+        "import torch\ndef f(g, m, x):\n    side = torch.Stream()\n    with torch.cuda.graph(g):\n"
+        "        with side:\n            y = m(x)\n"
+    )
+    assert [(v.code, v.line) for v in lint(source, "PORT302")] == [("PORT302", 5)]
