@@ -107,7 +107,8 @@ class _Change:
     start: int
     end: int
     text: str
-    order: int = 1  # at one offset: an import (0) before inserted statements (1)
+    # At one offset: an import (0), then inserted statements (1), then code written again (2).
+    order: int = 2
 
 
 class FixMaker:
@@ -223,11 +224,11 @@ class FixMaker:
                 changes.append(self._region(unit, rewrite))
         for key, statements in rewrite.insert_before.items():
             statement = _statement(nodes[key])
-            if statement not in run and not self._within(statement, written):
+            if statement not in written and not self._within(statement, written):
                 indents = self._indents(self.parents[statement])
                 span = self._span([statement], indents)
                 text = "".join(self._code(s, indents) for s in statements)
-                changes.append(None if span is None else _Change(span[0], span[0], text))
+                changes.append(None if span is None else _Change(span[0], span[0], text, 1))
         made = [change for change in changes if change is not None]
         return made if len(made) == len(changes) else None
 

@@ -4,6 +4,7 @@ lint and a parse each, and as many fixes applied as the check listed."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import re
@@ -11,9 +12,12 @@ import shutil
 from pathlib import Path
 
 import libcst as cst
+import libcst.matchers as m
 import pytest
 
 from portlint import engine, fix, visit
+from portlint.analysis.parents import ParentProvider
+from portlint.analysis.positions import PositionProvider
 from portlint.catalog import CATALOG
 from portlint.engine import fix_source, lint_source
 from portlint.findings import UNSAFE, Edit, Fix, Violation, line_edits
@@ -93,6 +97,78 @@ def test_edits_made_at_the_nodes_are_those_of_a_regenerated_module(monkeypatch):
         lint_source(name, source, EVERY_RULE)
     kinds = len(shapes)
     assert compared >= 100 and kinds == 3  # (every shape of rewrite, many times)
+
+
+def _maker(source: str) -> fix.FixMaker:
+    module = cst.parse_module(source)
+    tree = ast.parse(source)
+    wrapper = visit._Wrapper(module, source, tree.body, None)
+    parents, positions = wrapper.resolve(ParentProvider), wrapper.resolve(PositionProvider)
+    return fix.FixMaker(module, parents, positions, source, tree)
+
+
+def _rewrite(module: cst.Module, shape: str) -> fix.Rewrite:
+    """A rewrite of ``shape`` for the module of HANDMADE (by the nodes it finds there)."""
+    (call,) = [c for c in m.findall(module, m.Call(func=m.Name("make")))]
+    (arg,) = m.findall(module, m.Arg(keyword=m.Name("device")))
+    (line,) = m.findall(module, m.SimpleStatementLine(body=[m.Expr(m.Call(func=m.Name("log")))]))
+    (decorated,) = m.findall(module, m.FunctionDef(name=m.Name("step")))
+    first, *_, last = [s for s in module.body if m.matches(s, m.SimpleStatementLine())][1:4]
+    new = cst.parse_statement("import os  # new\n")
+    return {
+        "parenthesized": fix.Rewrite(replace={id(call): cst.parse_expression("made(\n  1)")}),
+        "indented call": fix.Rewrite(replace={id(call): call.with_changes(func=cst.Name("mk"))}),
+        "argument": fix.Rewrite(replace={id(arg): cst.Arg(cst.Name("d"), cst.Name("device"))}),
+        "statement and before it": fix.Rewrite(
+            replace={id(line): cst.parse_statement("log(2)\n")}, insert_before={id(line): [new]}
+        ),
+        "before a decorated function": fix.Rewrite(insert_before={id(decorated): [new]}),
+        "wrap at module level": fix.Rewrite(
+            wrap=(id(first), id(last), cst.parse_expression("stream(s)")),
+            insert_before={id(first): [new]},
+        ),
+    }[shape]
+
+
+HANDMADE = """import torch
+a = 1
+# a comment in the run
+b = 2
+c = 3
+
+
+def f():
+    if a:
+        y = (make(
+            3,
+            device="cuda",
+        ))
+        log(1)
+
+
+# leading
+
+
+@decorator
+# between
+def step():
+    pass
+"""
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize(
+    "shape",
+    ["parenthesized", "indented call", "argument", "statement and before it",
+     "before a decorated function", "wrap at module level"],
+)  # fmt: skip
+def test_rewrites_of_every_shape_are_made_as_a_regenerated_module_would_be(shape, newline):
+    source = HANDMADE.replace("\n", newline)
+    maker = _maker(source)
+    rewrite = _rewrite(maker.module, shape)
+    expected = line_edits(source, maker.module.visit(_Regenerated(rewrite)).code)
+    made = maker.fix(fix.PendingFix(UNSAFE, "m", (), rewrite))
+    assert made is not None and made.edits == expected
 
 
 def test_fixes_are_made_the_same_in_a_cut_of_the_file_and_in_the_whole_file():
