@@ -29,11 +29,11 @@ from portlint.engine import (
     read_source,
     write_source,
 )
-from portlint.findings import SAFE, Silenced, Violation, split_lines
+from portlint.findings import Silenced, Violation, applicable, split_lines
 from portlint.formats import FORMATS, Context, OutputFormat, repository_root
 from portlint.index.project import Project
 from portlint.registry import BrokenRules, all_rules, check_catalog_lists_every_rule
-from portlint.reporters import fixes_report, summary
+from portlint.reporters import fixed_summary, fixes_report, summary
 from portlint.settings import Settings
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -366,6 +366,9 @@ def _check_options(options: CheckOptions) -> dict[str, set[int] | None] | None:
     if options.show_silenced and not options.format.shows_silenced:
         shown = ", ".join(name for name, fmt in FORMATS.items() if fmt.shows_silenced)
         raise UsageError(f"--show-silenced works with the output formats {shown}")
+    if options.show_statistics and not options.format.shows_statistics:
+        shown = ", ".join(name for name, fmt in FORMATS.items() if fmt.shows_statistics)
+        raise UsageError(f"--statistics works with the output formats {shown}")
     try:
         return changed_lines(options.since, Path.cwd()) if options.since else None
     except ChangesError as error:
@@ -453,7 +456,7 @@ def _check(options: CheckOptions, report: Report) -> int:
     unchecked = len(missing) + len(result.internal_errors)
     report.silenced = result.silenced if options.show_silenced else None
     if options.fix_only:
-        report.write(summary([], sum(applied.values()), unchecked=unchecked) + "\n")
+        report.write(fixed_summary(sum(applied.values()), violations, options.unsafe_fixes) + "\n")
         violations = []
     else:
         report.emit(violations, sum(applied.values()), unchecked=unchecked)
@@ -520,7 +523,10 @@ class Report:
     def render(self, violations: list[Violation]) -> str:
         root = repository_root(os.getcwd())
         color = self.options.colored is not False and self.options.format.for_people
-        context = Context(self.sources, root, self.options.show_statistics, self.silenced, color)
+        context = Context(
+            self.sources, root, self.options.show_statistics, self.silenced, color,
+            self.options.unsafe_fixes,
+        )  # fmt: skip
         return self.options.format.render(violations, context)
 
     def emit(
@@ -529,7 +535,8 @@ class Report:
         self.write(self.render(violations), err=err)
         options = self.options
         if options.format.for_people and not options.quiet and not options.show_statistics:
-            text = summary(violations, fixed, options.unsafe_fixes, unchecked)
+            baseline = options.baseline is not None
+            text = summary(violations, fixed, options.unsafe_fixes, unchecked, baseline)
             self.write(text + "\n", err=err)
 
 
@@ -613,9 +620,7 @@ def _apply_fixes(
     """Fix every file with an applicable fix (``settings_of``: each file's settings;
     ``projects``: the project index each file belongs to); return what is left, what was fixed,
     whether a file changed, and errors."""
-    paths = sorted(
-        {v.path for v in violations if v.fix and (unsafe or v.fix.applicability == SAFE)}
-    )
+    paths = sorted({v.path for v in violations if applicable(v, unsafe)})
     applied: Counter[tuple[str, str]] = Counter()
     errors: list[str] = []
     changed = False

@@ -26,7 +26,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from portlint.atomic import write_atomically
 from portlint.bounds import compile_quietly, python_verdict
 from portlint.cache import Cache, digest, file_stamp
-from portlint.findings import SAFE, Fix, Silenced, Violation, apply_edits, overlaps
+from portlint.findings import (
+    Edit,
+    Fix,
+    Silenced,
+    Violation,
+    applicable,
+    apply_edits,
+    split_lines,
+)
 from portlint.index.int64 import INT64_CODES
 from portlint.index.project import Project, module_name
 from portlint.index.reading import RETURNS_AMBIENT_STREAM, read_module, stream_helpers
@@ -239,11 +247,6 @@ class FixResult:
     violations: list[Violation] = field(default_factory=list)  # what is left
 
 
-def _applicable(violation: Violation, unsafe: bool) -> Fix | None:
-    fix = violation.fix
-    return fix if fix is not None and (fix.applicability == SAFE or unsafe) else None
-
-
 def fix_source(
     path: str,
     source: str,
@@ -251,8 +254,17 @@ def fix_source(
     unsafe: bool = False,
     project: Project | None = None,
 ) -> FixResult:
-    """Apply the fixes of ``source``'s findings, round after round, checking each one parses.
-    ``project``: the run's project index, whose silences apply to each round as to the check."""
+    """Apply the fixes of ``source``'s findings, round after round, checking that the code still
+    parses. ``project``: the run's project index, whose silences apply to each round as to the
+    check.
+
+    A round lints the text once, takes every fix that changes no line another fix taken changes
+    (fixes that insert the same line, such as one ``import``, share it), applies them together
+    and parses the result once (where it does not parse, halves of the fixes find the ones that
+    break it). The fixes that had to wait go in the next round: only those, so that the fixes
+    applied are the ones the first lint listed (a finding that a fix brings is reported, not
+    fixed). So a file's rounds cost a lint and a parse each, whatever its number of findings.
+    """
     from portlint.visit import parses
 
     def findings(text: str) -> list[Violation]:
@@ -272,31 +284,105 @@ def fix_source(
         result.violations = lint_source(path, source, settings)
         result.dropped.append(f"{path}: a symbolic link to {outside}, which is outside the project")
         return result
+    waiting: list[tuple[str | None, int, int]] | None = None  # (None: the first round)
     for _ in range(MAX_FIX_ROUNDS):
         result.violations = findings(result.source)
-        chosen: list[tuple[Violation, Fix]] = []
-        for violation in result.violations:
-            fix = _applicable(violation, unsafe)
-            if fix and not any(overlaps(fix, other) for _, other in chosen):
-                chosen.append((violation, fix))
-        applied_this_round = 0
-        # From the end of the file back, so each fix's line numbers still hold when it is applied.
-        for violation, fix in sorted(chosen, key=lambda pair: pair[1].edits, reverse=True):
-            candidate = apply_edits(result.source, list(fix.edits))
-            if not parses(candidate):
-                result.dropped.append(
-                    f"{path}:{violation.line}: {violation.code}: the fixed code would not parse"
-                )
-                continue
-            result.source = candidate
+        fixes = [(v, fix) for v in result.violations if (fix := applicable(v, unsafe))]
+        if waiting is not None:
+            fixes = _waiting(fixes, waiting)
+        chosen, later = _apart(fixes)
+        applied = _parsing(result.source, chosen, parses)
+        kept = {id(violation) for violation, _ in applied}
+        result.dropped += [
+            f"{path}:{violation.line}: {violation.code}: the fixed code would not parse"
+            for violation, _ in chosen
+            if id(violation) not in kept
+        ]
+        if not applied:
+            break
+        edits = sorted({edit for _, fix in applied for edit in fix.edits})
+        result.source = apply_edits(result.source, edits)
+        for violation, _ in applied:
             assert violation.code is not None  # a finding with a fix is a rule's
             result.applied[violation.code] += 1
-            applied_this_round += 1
-        if not applied_this_round:
-            break
+        waiting = [(v.code, *_moved(v.line, edits)) for v, _ in later]
     else:
         result.violations = findings(result.source)
     return result
+
+
+Fixes = list[tuple[Violation, Fix]]
+
+
+def _apart(fixes: Fixes) -> tuple[Fixes, Fixes]:
+    """The fixes, in order, that change no line an earlier one taken changes (a line inserted
+    the same by several is theirs to share), and the others."""
+    taken: set[int] = set()  # the lines the fixes taken replace, or insert before
+    shared: set[Edit] = set()  # the insertions of the fixes taken
+    chosen: Fixes = []
+    later: Fixes = []
+    for violation, fix in fixes:
+        lines = {
+            line
+            for edit in fix.edits
+            if edit not in shared
+            for line in range(edit.line, max(edit.end_line, edit.line + 1))
+        }
+        if lines & taken:
+            later.append((violation, fix))
+            continue
+        chosen.append((violation, fix))
+        taken |= lines
+        shared |= {edit for edit in fix.edits if edit.line == edit.end_line}
+    return chosen, later
+
+
+def _parsing(source: str, fixes: Fixes, parses: Callable[[str], bool]) -> Fixes:
+    """The fixes whose edits, applied together to ``source``, leave code that parses: all of
+    them where they do (one parse); else each half in turn, with the fixes kept so far."""
+    kept: Fixes = []
+
+    def settle(group: Fixes) -> None:
+        edits = sorted({edit for _, fix in [*kept, *group] for edit in fix.edits})
+        if parses(apply_edits(source, edits)):
+            kept.extend(group)
+        elif len(group) > 1:
+            settle(group[: len(group) // 2])
+            settle(group[len(group) // 2 :])
+
+    if fixes:
+        settle(fixes)
+    return kept
+
+
+def _moved(line: int, edits: list[Edit]) -> tuple[int, int]:
+    """The lines that ``line`` is once ``edits`` (sorted) are applied: its own, moved, or those
+    of the edit that replaced it."""
+    shift = 0
+    for edit in edits:
+        if line < edit.line:
+            break
+        count = len(split_lines(edit.content))
+        if line < edit.end_line:
+            return edit.line + shift, edit.line + shift + max(count, 1)
+        shift += count - (edit.end_line - edit.line)
+    return line + shift, line + shift + 1
+
+
+def _waiting(fixes: Fixes, waiting: list[tuple[str | None, int, int]]) -> Fixes:
+    """The fixes of the findings that waited for a round: one each, of its code, on its lines."""
+    slots: dict[tuple[str | None, int], list[int]] = {}  # the waiting findings, by code and line
+    for number, (code, low, high) in enumerate(waiting):
+        for line in range(low, high):
+            slots.setdefault((code, line), []).append(number)
+    taken: set[int] = set()
+    kept: Fixes = []
+    for violation, fix in fixes:
+        free = [n for n in slots.get((violation.code, violation.line), []) if n not in taken]
+        if free:
+            taken.add(free[0])
+            kept.append((violation, fix))
+    return kept
 
 
 def _link_out_of(path: str, root: str) -> str | None:

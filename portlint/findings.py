@@ -59,6 +59,13 @@ class Silenced:
     line: int
 
 
+def applicable(violation: Violation, unsafe_fixes: bool) -> Fix | None:
+    """The finding's fix, where ``--fix`` applies it: a safe one, or any with
+    ``--unsafe-fixes``."""
+    fix = violation.fix
+    return fix if fix is not None and (fix.applicability == SAFE or unsafe_fixes) else None
+
+
 # A line as Python and LibCST count them: ended by \r\n, \r or \n (``str.splitlines`` also ends
 # one at a form feed and other separators, which puts everything after on the wrong line).
 LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -98,11 +105,3 @@ def apply_edits(source: str, edits: list[Edit]) -> str:
     for edit in sorted(edits, reverse=True):
         lines[edit.line - 1 : edit.end_line - 1] = [edit.content] if edit.content else []
     return "".join(lines)
-
-
-def overlaps(a: Fix, b: Fix) -> bool:
-    return any(
-        (x.line < y.end_line and y.line < x.end_line) or x.line == y.line
-        for x in a.edits
-        for y in b.edits
-    )

@@ -50,8 +50,10 @@ class Sources:
         return [line.rstrip("\r\n") for line in split_lines(self.texts[path])]
 
 
-def text_report(violations: list[Violation], color: bool = False) -> str:
-    lines = [f"{location(v, color)} {label(v, color)}" for v in violations]
+def text_report(
+    violations: list[Violation], color: bool = False, unsafe_fixes: bool = False
+) -> str:
+    lines = [f"{location(v, color)} {label(v, color, unsafe_fixes)}" for v in violations]
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -115,14 +117,17 @@ def json_lines_report(violations: list[Violation]) -> str:
 
 
 def full_report(
-    violations: list[Violation], given: dict[str, str] | None = None, color: bool = False
+    violations: list[Violation],
+    given: dict[str, str] | None = None,
+    color: bool = False,
+    unsafe_fixes: bool = False,
 ) -> str:
     """Each finding with its source line, a caret under the span, and its fix, if any."""
     sources = Sources(given)
     blocks = []
     for v in violations:
         lines = sources.lines(v.path)
-        block = [f"{location(v, color)} {label(v, color)}"]
+        block = [f"{location(v, color)} {label(v, color, unsafe_fixes)}"]
         if 0 < v.line <= len(lines):
             text = lines[v.line - 1]
             end = v.end_col if v.end_line == v.line and v.end_col > v.col else len(text) + 1
@@ -331,27 +336,36 @@ class Context:
     statistics: bool = False  # --statistics: counts per code instead of the findings
     silenced: list[Silenced] | None = None  # --show-silenced: the silenced findings too
     color: bool = False  # for people's formats: ANSI colours, as ruff's
+    unsafe_fixes: bool = False  # --unsafe-fixes: unsafe fixes are fixable ([*]) too
 
 
 @dataclass(frozen=True)
 class OutputFormat:
     render: Callable[[list[Violation], Context], str]
     help: str
-    # Its findings show their fixes' edits (they cost a rewrite per fix to build).
+    # Its findings show their fixes' edits.
     shows_edits: bool = False
     # For people: followed by the summary.
     for_people: bool = False
     # It can show the silenced findings (--show-silenced).
     shows_silenced: bool = False
+    # It can show the counts of --statistics.
+    shows_statistics: bool = False
 
 
 def _text(violations: list[Violation], context: Context) -> str:
-    text = statistics(violations) if context.statistics else text_report(violations, context.color)
+    if context.statistics:
+        text = statistics(violations, context.unsafe_fixes)
+    else:
+        text = text_report(violations, context.color, context.unsafe_fixes)
     return text + silenced_report(context.silenced or [])
 
 
 def _json(violations: list[Violation], context: Context) -> str:
-    items = statistics_items(violations) if context.statistics else json_items(violations)
+    if context.statistics:
+        items = statistics_items(violations, context.unsafe_fixes)
+    else:
+        items = json_items(violations)
     for silenced in context.silenced or []:
         (item,) = json_items([silenced.violation])
         why = {"kind": silenced.kind, "why": silenced.why, "line": silenced.line}
@@ -361,20 +375,27 @@ def _json(violations: list[Violation], context: Context) -> str:
 
 def _full(violations: list[Violation], context: Context) -> str:
     if context.statistics:
-        return statistics(violations)
-    full = full_report(violations, context.sources, context.color)
+        return statistics(violations, context.unsafe_fixes)
+    full = full_report(violations, context.sources, context.color, context.unsafe_fixes)
     return full + silenced_report(context.silenced or [])
 
 
 FORMATS: dict[str, OutputFormat] = {
-    "concise": OutputFormat(_text, "one line per finding", for_people=True, shows_silenced=True),
-    "text": OutputFormat(_text, "the same as concise", for_people=True, shows_silenced=True),
+    "concise": OutputFormat(
+        _text, "one line per finding", for_people=True, shows_silenced=True,
+        shows_statistics=True,
+    ),
+    "text": OutputFormat(
+        _text, "the same as concise", for_people=True, shows_silenced=True,
+        shows_statistics=True,
+    ),
     "full": OutputFormat(
         _full, "each finding with its source line, a caret and its fix", shows_edits=True,
-        for_people=True, shows_silenced=True,
+        for_people=True, shows_silenced=True, shows_statistics=True,
     ),
     "json": OutputFormat(
-        _json, "a JSON array, with ruff's field names", shows_edits=True, shows_silenced=True
+        _json, "a JSON array, with ruff's field names", shows_edits=True, shows_silenced=True,
+        shows_statistics=True,
     ),
     "json-lines": OutputFormat(
         lambda found, c: json_lines_report(found), "one JSON object per line", shows_edits=True

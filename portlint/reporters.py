@@ -8,21 +8,24 @@ from collections import Counter
 import click
 
 from portlint.catalog import CATALOG
-from portlint.findings import SAFE, Silenced, Violation
+from portlint.findings import Silenced, Violation, applicable
 
 # The code of a diagnostic that is no rule's: a file that could not be read or parsed (ruff's).
 INVALID_SYNTAX = "invalid-syntax"
+# From this many findings on, a run without a baseline says how to start from one.
+BASELINE_HINT_AT = 100
 
 
 def code_of(violation: Violation) -> str:
     return violation.code or INVALID_SYNTAX
 
 
-def label(violation: Violation, color: bool = False) -> str:
-    """``CODE [*] message [likely]`` (``[*]``: a safe fix), coloured as ruff's where asked."""
+def label(violation: Violation, color: bool = False, unsafe_fixes: bool = False) -> str:
+    """``CODE [*] message [likely]`` (``[*]``: a fix that ``--fix`` applies, with
+    ``--unsafe-fixes`` where given), coloured as ruff's where asked."""
     if violation.code is None:
         return violation.message
-    fixable = "[*] " if violation.fix and violation.fix.applicability == SAFE else ""
+    fixable = "[*] " if applicable(violation, unsafe_fixes) else ""
     likely = " [likely]" if violation.confidence == "likely" else ""
     if color:
         code = click.style(violation.code, fg="red", bold=True)
@@ -42,37 +45,62 @@ def location(violation: Violation, color: bool = False) -> str:
 
 
 def summary(
-    violations: list[Violation], fixed: int = 0, unsafe_fixes: bool = False, unchecked: int = 0
+    violations: list[Violation],
+    fixed: int = 0,
+    unsafe_fixes: bool = False,
+    unchecked: int = 0,
+    baseline: bool = False,
 ) -> str:
-    """The last lines for people: what was found and fixed, and what ``--fix`` can do.
-    ``unchecked``: paths that could not be checked (missing, or an internal error): never then
-    "All checks passed!"."""
+    """The last lines for people, as ruff's: what was found and fixed, and what ``--fix`` can do
+    (with these options: the count of fixes that ``--fix`` with them applies, and the unsafe
+    fixes it leaves). ``unchecked``: paths that could not be checked (missing, or an internal
+    error): never then "All checks passed!". ``baseline``: a baseline is in use (else many
+    findings bring a pointer to ``--write-baseline``)."""
     count = len(violations)
     if not count:
         if fixed:
-            return f"Found {fixed} error{'s' if fixed != 1 else ''} ({fixed} fixed, 0 remaining)."
+            return f"Found {_errors(fixed)} ({fixed} fixed, 0 remaining)."
         if unchecked:
             return f"No findings, but {unchecked} path{'s' if unchecked != 1 else ''} could not be checked."
         return "All checks passed!"
     found = count + fixed
     lines = [
-        f"Found {found} error{'s' if found != 1 else ''}"
-        + (f" ({fixed} fixed, {count} remaining)." if fixed else ".")
+        f"Found {_errors(found)}" + (f" ({fixed} fixed, {count} remaining)." if fixed else ".")
     ]
-    safe = sum(1 for v in violations if v.fix and (v.fix.applicability == SAFE or unsafe_fixes))
-    hidden = sum(
-        1 for v in violations if v.fix and v.fix.applicability != SAFE and not unsafe_fixes
+    fixable = sum(1 for v in violations if applicable(v, unsafe_fixes))
+    unsafe = _unsafe_fixes(violations, unsafe_fixes)
+    hidden = (
+        f"{unsafe} unsafe fix{'es' if unsafe != 1 else ''} available with `--fix --unsafe-fixes`"
     )
-    if safe:
-        option = "`--fix --unsafe-fixes`" if unsafe_fixes else "`--fix`"
-        lines.append(f"[*] {safe} fixable with {option}.")
-    if hidden:
-        fixes = "fix" if hidden == 1 else "fixes"
+    if fixable:
+        lines.append(f"[*] {fixable} fixable with `--fix`" + (f" ({hidden})." if unsafe else "."))
+    elif unsafe:
+        lines.append(f"{hidden}.")
+    if count >= BASELINE_HINT_AT and not baseline:
         lines.append(
-            f"No fixes available ({hidden} hidden {fixes} can be enabled with the "
-            "`--unsafe-fixes` option)."
+            "To start from these findings, record them with `--write-baseline FILE`; then "
+            "`--baseline FILE` reports only new ones."
         )
     return "\n".join(lines)
+
+
+def fixed_summary(fixed: int, violations: list[Violation], unsafe_fixes: bool) -> str:
+    """What ``--fix-only`` says, as ruff's: the fixes applied, and the unsafe fixes left in
+    ``violations`` (what remains)."""
+    unsafe = _unsafe_fixes(violations, unsafe_fixes)
+    more = f" ({unsafe} fix{'es' if unsafe != 1 else ''} available with `--unsafe-fixes`)"
+    return (
+        (f"Fixed {_errors(fixed)}" if fixed else "No errors fixed") + (more if unsafe else "") + "."
+    )
+
+
+def _errors(count: int) -> str:
+    return f"{count} error{'s' if count != 1 else ''}"
+
+
+def _unsafe_fixes(violations: list[Violation], unsafe_fixes: bool) -> int:
+    """The fixes that only ``--unsafe-fixes`` would apply (none where it is given)."""
+    return sum(1 for v in violations if v.fix and not applicable(v, unsafe_fixes))
 
 
 def silenced_report(silenced: list[Silenced]) -> str:
@@ -103,25 +131,30 @@ def fixes_report(applied: Counter[tuple[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def statistics_items(violations: list[Violation]) -> list[dict]:
-    """Counts per code, most frequent first (as ruff's ``--statistics``: code, name, count, and how
-    many have a safe fix)."""
+def statistics_items(violations: list[Violation], unsafe_fixes: bool = False) -> list[dict]:
+    """Counts per code, most frequent first, as ruff's ``--statistics``: code, name, count,
+    whether ``--fix`` (with ``--unsafe-fixes`` where given) fixes some, and how many."""
     counts = Counter(code_of(v) for v in violations)
-    fixable = Counter(v.code for v in violations if v.fix and v.fix.applicability == SAFE)
+    fixable = Counter(code_of(v) for v in violations if applicable(v, unsafe_fixes))
     return [
         {
             "code": code,
             "name": CATALOG[code].name if code in CATALOG else "file could not be parsed or read",
             "count": count,
-            "fixable": fixable[code],
+            "fixable": fixable[code] > 0,
+            "fixable_count": fixable[code],
         }
         for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     ]
 
 
-def statistics(violations: list[Violation]) -> str:
+def statistics(violations: list[Violation], unsafe_fixes: bool = False) -> str:
+    """The counts as text; marked ``[*]`` where ``--fix`` fixes some, where any is (as ruff's)."""
+    items = statistics_items(violations, unsafe_fixes)
+    marks = {True: "[*] ", False: "[ ] "} if any(item["fixable"] for item in items) else None
     rows = [
-        f"{item['count']:>6}  {item['code']:<12} {item['name']}"
-        for item in statistics_items(violations)
+        f"{item['count']:>6}  {item['code']:<12} {marks[item['fixable']] if marks else ''}"
+        f"{item['name']}"
+        for item in items
     ]
     return "\n".join(rows) + ("\n" if rows else "")

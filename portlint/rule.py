@@ -14,7 +14,7 @@ from libcst.metadata import CodeRange, ProviderT
 from portlint.analysis.positions import PositionProvider
 from portlint.evidence import Entry, Evidence
 from portlint.findings import Fix, Violation
-from portlint.fix import Rewrite, build_fix
+from portlint.fix import FixMaker, PendingFix, Rewrite
 from portlint.registry import RuleDefinitionError
 from portlint.settings import Settings
 
@@ -44,8 +44,18 @@ class Report:
     confidence: str
     fix: Fix | None
 
-    def violation(self, path: str, positions: Mapping[cst.CSTNode, CodeRange]) -> Violation:
+    def violation(
+        self,
+        path: str,
+        positions: Mapping[cst.CSTNode, CodeRange],
+        fixes: FixMaker | None = None,
+    ) -> Violation:
+        """The finding placed; its fix's edits made by ``fixes`` (none: the fix described
+        only)."""
         begin, end = positions[self.start].start, positions[self.node].end
+        fix = self.fix
+        if isinstance(fix, PendingFix):
+            fix = fixes.fix(fix) if fixes is not None else Fix(fix.applicability, fix.message, ())
         return Violation(
             path=path,
             line=begin.line,
@@ -55,7 +65,7 @@ class Report:
             end_line=end.line,
             end_col=end.column + 1,
             confidence=self.confidence,
-            fix=self.fix,
+            fix=fix,
         )
 
 
@@ -66,8 +76,8 @@ class FileContext:
     path: str
     settings: Settings
     reports: list[Report] = field(default_factory=list)
-    # False: a fix is described (applicability, message) but its edits are not computed, which
-    # costs a rewrite of the module per finding; reports that only show "[*]" do not need them.
+    # False: a fix is described (applicability, message) but its edits are not made; reports
+    # that only show "[*]" do not need them.
     fix_edits: bool = True
     # What rules tell the project index beside their reports (portlint.index.project reads it):
     # per kind, rows whose CST nodes are given as their positions, [line, column].
@@ -162,9 +172,12 @@ class Rule(cst.BatchableCSTVisitor):
         self.module = node
 
     def build_fix(self, rewrite: Rewrite, applicability: str, message: str) -> Fix | None:
+        """The fix ``rewrite`` describes, for :meth:`report`: its edits are made once the finding
+        is placed (:class:`portlint.fix.FixMaker`), if it is not silenced; a fix that then
+        changes nothing is none."""
         if not self.context.fix_edits:
             return Fix(applicability, message, ())
-        return build_fix(self.module, rewrite, applicability, message)
+        return PendingFix(applicability, message, (), rewrite)
 
     @classmethod
     def has_fix(cls) -> bool:

@@ -9,11 +9,10 @@ the rule's documentation on hover of a code in a ``noqa`` comment or of a findin
 Typing must not wait for it. Linting runs in one worker thread, off the thread that reads the
 editor's messages; a burst of changes is linted once (the latest text, a short while after the
 first change, and again at once if more came while it ran; a result for a text that has changed
-since is not published). Diagnostics need no fix edits, so they come from the engine's fast path
-(``fix_edits=False``, which parses only the functions a rule can report on); a version's result
-is kept, so a save or a hover re-lints nothing. Fix edits cost a rewrite of the module per
-finding (seconds on a long file): they are computed only for a code action's rule, when the
-action is chosen (``codeAction/resolve``, where the client can) or asked for.
+since is not published). Diagnostics need no fix edits, so they come from a lint that makes none
+(``fix_edits=False``); a version's result is kept, so a save or a hover re-lints nothing. Fix
+edits are made only for a code action's rule, when the action is chosen (``codeAction/resolve``,
+where the client can) or asked for.
 """
 
 from __future__ import annotations
@@ -109,9 +108,9 @@ def finding(violations: list[Violation], key: Key) -> Violation | None:
 
 
 def fix_edits(path: str, lint: Lint, key: Key) -> tuple[Edit, ...]:
-    """The edits of the fix of ``lint``'s finding ``key``. Where the fast path did not make them
-    (it makes those that cost nothing, PORT001's), computing them parses the whole file and
-    rewrites it for each finding of the rule (only that rule runs): once per version."""
+    """The edits of the fix of ``lint``'s finding ``key``. Where the diagnostics' lint did not
+    make them (it makes PORT001's), the file is linted again with that rule alone, its fixes'
+    edits made: once per version."""
     known = finding(lint.violations, key)
     if known is not None and known.fix is not None and known.fix.edits:
         return known.fix.edits

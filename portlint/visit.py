@@ -16,12 +16,14 @@ import libcst as cst
 from libcst.metadata import BatchableMetadataProvider, MetadataWrapper, ProviderT
 
 from portlint.analysis.guards import GuardAnalysis, Silence
+from portlint.analysis.parents import ParentProvider
 from portlint.analysis.positions import PositionProvider
 from portlint.analysis.silencing import silence
 from portlint.analysis.walk import Walk
 from portlint.bounds import TOO_LARGE, python_verdict, too_deep
 from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
+from portlint.fix import FixMaker
 from portlint.index.reading import cuda_questions
 from portlint.platform import ModulePlatform, library_bindings, module_platform
 from portlint.registry import all_rules
@@ -136,7 +138,7 @@ def _violations(job: _Job, rules: list[type[Rule]]) -> list[Violation]:
     was not analysed (it is no syntax error)."""
     source, tree = job.source, job.tree
     cut = None
-    if job.settings.partial_parse and not job.fix_edits:
+    if job.settings.partial_parse:
         cut = slice_source(source, tree, [rule.entry() for rule in rules])
         if cut is NOTHING:
             return []
@@ -229,7 +231,8 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
         wrapper.visit_batched(visitors)
         positions = wrapper.resolve(PositionProvider)
         _give_notes(job, context, positions)
-        return [report.violation(job.path, positions) for report in context.reports]
+        fixes = _fix_maker(job, wrapper, positions)
+        return [report.violation(job.path, positions, fixes) for report in context.reports]
     guards = GuardAnalysis(
         settings.guard_functions,
         settings.platform_inferences,
@@ -250,7 +253,13 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
                 line = job.module.line
             violation = report.violation(job.path, positions)
             job.silenced.append(Silenced(violation, reason.kind, reason.why, line))
-    return [report.violation(job.path, positions) for report in kept]
+    fixes = _fix_maker(job, wrapper, positions)
+    return [report.violation(job.path, positions, fixes) for report in kept]
+
+
+def _fix_maker(job: _Job, wrapper: _Wrapper, positions: Mapping) -> FixMaker:
+    parents = wrapper.resolve(ParentProvider)
+    return FixMaker(wrapper.module, parents, positions, job.source, job.tree)
 
 
 def _give_notes(job: _Job, context: FileContext, positions: Mapping) -> None:

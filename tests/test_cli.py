@@ -43,7 +43,7 @@ def test_findings_exit_1_in_sorted_text_with_summary(project):
         f"{path}:2:10: PORT101 `torch.device` hardcodes CUDA; use `torch.accelerator.current_accelerator()`",
         f"{path}:3:7: PORT102 `.cuda()` moves to CUDA by name; use `.to(torch.accelerator.current_accelerator())`",
         "Found 2 errors.",
-        "No fixes available (2 hidden fixes can be enabled with the `--unsafe-fixes` option).",
+        "2 unsafe fixes available with `--fix --unsafe-fixes`.",
     ]
     assert result.stderr == ""
 
@@ -297,7 +297,7 @@ def test_bad_files_are_diagnosed_and_the_run_goes_on(tmp_path):
     assert "syntax.py:2:17: SyntaxError: '(' was never closed" in lines
     assert lines[-2:] == [
         "Found 7 errors.",
-        "No fixes available (3 hidden fixes can be enabled with the `--unsafe-fixes` option).",
+        "3 unsafe fixes available with `--fix --unsafe-fixes`.",
     ]
 
 
@@ -391,10 +391,11 @@ def test_show_files_lists_what_would_be_linted_and_lints_nothing(project):
 def test_fix_only_fixes_and_reports_nothing_left(tmp_path):
     write(tmp_path, "a.py", FIXABLE)
     result = run_cli("check", "a.py", "--fix-only", "--no-cache", cwd=tmp_path)
-    assert (result.returncode, result.stdout) == (0, "Found 1 error (1 fixed, 0 remaining).\n")
+    hidden = " (1 fix available with `--unsafe-fixes`).\n"  # the unsafe fix of line 3
+    assert (result.returncode, result.stdout) == (0, "Fixed 1 error" + hidden)
     assert "torch.accelerator.synchronize()" in (tmp_path / "a.py").read_text()
     again = run_cli("check", "a.py", "--fix-only", "--no-cache", cwd=tmp_path)
-    assert (again.returncode, again.stdout) == (0, "All checks passed!\n")
+    assert (again.returncode, again.stdout) == (0, "No errors fixed" + hidden)
 
 
 def test_exit_non_zero_on_fix_fails_where_a_fix_changed_a_file(tmp_path):

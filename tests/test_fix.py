@@ -37,7 +37,7 @@ def test_fix_without_unsafe_fixes_changes_nothing_and_says_why(tmp_path):
     result = run_cli("check", "a.py", "--fix", cwd=tmp_path)
     assert result.returncode == 1
     assert (tmp_path / "a.py").read_text() == SOURCE
-    assert "2 hidden fixes can be enabled with the `--unsafe-fixes` option" in result.stdout
+    assert "2 unsafe fixes available with `--fix --unsafe-fixes`." in result.stdout
 
 
 def test_fix_writes_and_show_fixes_lists_them(tmp_path):

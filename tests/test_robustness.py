@@ -3,6 +3,7 @@ a disagreement with Python on whether it is valid, or a file lost on disk (issue
 
 from __future__ import annotations
 
+import dataclasses
 import faulthandler
 import multiprocessing
 import os
@@ -23,8 +24,11 @@ from tests.helpers import BUGGY, run_cli, settings_for, tree
 EVERY_RULE = Settings(select=frozenset(CATALOG))
 
 
-def diagnostics(source: str, fix_edits: bool = False) -> list[tuple[int, str]]:
-    found = lint_source("m.py", source, EVERY_RULE, fix_edits=fix_edits)
+def diagnostics(source: str, whole: bool = False) -> list[tuple[int, str]]:
+    """The file's diagnostics, as `portlint check` finds them, or with whole files parsed and
+    fixes made (``whole``)."""
+    settings = dataclasses.replace(EVERY_RULE, partial_parse=not whole)
+    found = lint_source("m.py", source, settings, fix_edits=whole)
     return [(v.line, v.message) for v in found if v.code is None]
 
 
@@ -48,17 +52,21 @@ DEEP = {
 @pytest.mark.parametrize("shape", DEEP)
 def test_deep_code_gets_one_diagnostic_at_its_line(shape):
     source = BUGGY + DEEP[shape] + "\n"
-    for fix_edits in (False, True):
-        (found,) = diagnostics(source, fix_edits)
+    for whole in (False, True):
+        (found,) = diagnostics(source, whole)
         assert found[0] == 3
         assert found[1].startswith(TOO_DEEP)
 
 
-def test_a_nest_pythons_tree_does_not_show_gets_the_diagnostic_where_it_is_parsed():
-    """LibCST nests each part of ``"a" "b" "c"``; Python's tree holds one string: where the
-    analysis runs out of recursion, the file gets the diagnostic, at its longest line."""
-    source = BUGGY + "y = " + '"a" ' * 400 + "\n"
-    assert diagnostics(source, fix_edits=True) == [(3, TOO_DEEP)]
+def test_a_nest_pythons_tree_does_not_show_is_analysed_and_not_written_again():
+    """LibCST nests each part of ``"a" "b" "c"``; Python's tree holds one string: the findings
+    are reported, but a fix that would write the nest again is not offered."""
+    source = BUGGY + "y = f(" + '"a" ' * 400 + ").cuda()\n"
+    for whole in (False, True):
+        settings = dataclasses.replace(EVERY_RULE, partial_parse=not whole)
+        found = lint_source("m.py", source, settings, fix_edits=whole)
+        assert [(v.line, v.code) for v in found] == [(2, "PORT101"), (3, "PORT102")]
+        assert found[0].fix is not None and (found[1].fix is None) == whole
 
 
 def test_code_as_deep_as_real_code_gets_nests_is_analysed():

@@ -71,7 +71,7 @@ class CudaDeviceApi(CudaApiRule):
             "import torch as t\nt.cuda.synchronize(device=0)\n",
             2,
             1,
-            fixed="import torch\nimport torch as t\ntorch.accelerator.synchronize(0)\n",
+            fixed="import torch as t\nt.accelerator.synchronize(0)\n",
         ),
         Invalid(
             "import torch\nn = torch.cuda.device_count()\n",
