@@ -69,6 +69,7 @@ def _bound_uses(rule, target: cst.BaseExpression, members: frozenset[str]) -> bo
             n
             for n in walk(rule.module)
             if isinstance(n, cst.Attribute) and n.attr.value == target.attr.value and n is not target
+            and not (dotted_name(n) or "").startswith("torch.")  # (`torch.cuda.stream` is no use)
         ]  # fmt: skip
     else:
         return False
