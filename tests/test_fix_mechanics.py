@@ -323,21 +323,22 @@ def test_an_optional_import_stays_optional(tmp_path):
             id="the innermost binding",
         ),
         pytest.param(
-            "try:\n    from torch import cuda\nexcept ImportError:\n    cuda = None\n\n\n"
-            "def f():\n    return cuda.device_count()\n",
-            "try:\n    import torch\n    from torch import cuda\nexcept ImportError:\n    cuda = None\n\n\n"
-            "def f():\n    return torch.accelerator.device_count()\n",
+            "try:\n    from torch import nn\nexcept ImportError:\n    nn = None\n\n\n"
+            "def f(x):\n    return x.cuda()\n",
+            "try:\n    import torch\n    from torch import nn\nexcept ImportError:\n    nn = None\n\n\n"
+            "def f(x):\n    return x.to(torch.accelerator.current_accelerator())\n",
             id="inside the try that imports it",
         ),
         pytest.param(
-            "try: from torch import cuda\nexcept ImportError: cuda = None\nn = cuda.device_count()\n",
-            "try: import torch; from torch import cuda\nexcept ImportError: cuda = None\n"
-            "n = torch.accelerator.device_count()\n",
+            "try: from torch import nn\nexcept ImportError: nn = None\nn = x.cuda()\n",
+            "try: import torch; from torch import nn\nexcept ImportError: nn = None\n"
+            "n = x.to(torch.accelerator.current_accelerator())\n",
             id="a try on one line",
         ),
         pytest.param(
-            "def f():\n    from torch import cuda\n\n    return cuda.device_count()\n",
-            "def f():\n    import torch\n    from torch import cuda\n\n    return torch.accelerator.device_count()\n",
+            "def f(x):\n    from torch import nn\n\n    return x.cuda()\n",
+            "def f(x):\n    import torch\n    from torch import nn\n\n"
+            "    return x.to(torch.accelerator.current_accelerator())\n",
             id="inside the function that imports it",
         ),
         pytest.param(
@@ -354,10 +355,10 @@ def test_an_optional_import_stays_optional(tmp_path):
             id="a TYPE_CHECKING import binds nothing",
         ),
         pytest.param(
-            '"""Doc."""\nfrom __future__ import annotations\n\nimport os\nfrom torch import cuda\n'
-            "n = cuda.device_count()\n",
-            '"""Doc."""\nfrom __future__ import annotations\nimport torch\n\nimport os\nfrom torch import cuda\n'
-            "n = torch.accelerator.device_count()\n",
+            '"""Doc."""\nfrom __future__ import annotations\n\nimport os\nfrom torch import nn\n'
+            "n = x.cuda()\n",
+            '"""Doc."""\nfrom __future__ import annotations\nimport torch\n\nimport os\nfrom torch import nn\n'
+            "n = x.to(torch.accelerator.current_accelerator())\n",
             id="a mandatory import: at the top",
         ),
     ],
