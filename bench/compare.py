@@ -1,15 +1,18 @@
-"""Two states of portlint on the same trees, interleaved with ruff as the yardstick.
+"""Two states of portlint, or its output formats, on the same trees, interleaved with ruff as the
+yardstick.
 
     git worktree add /tmp/before <rev>
     python bench/compare.py --before /tmp/before --corpus "$(bash ../shared/corpus/fetch_project.sh vllm)" \\
         --corpus "$(bash ../shared/corpus/fetch_project.sh sglang)" --rounds 3
+    python bench/compare.py --corpus ... --format concise --format json --format sarif --format full
 
 Each round runs, on each tree, ``ruff check --select TID251 --no-cache``, then portlint from
-``--before`` and from this checkout (``portlint check <package> --no-cache --exit-zero``, no
-configuration, as a new user runs it), one after the other, so that a slow minute of a shared
-machine slows all three alike. It prints the medians of wall and CPU time and each portlint's
-ratio to ruff, and writes them to ``--out`` (JSON) if given. Timed assertions belong here, not in
-the tests.
+``--before`` (if given) and from this checkout (``portlint check <package> --no-cache
+--exit-zero``, no configuration, as a new user runs it), in each ``--format`` (default: concise),
+one after the other, so that a slow minute of a shared machine slows them all alike. It prints
+the medians of wall and CPU time, each portlint's ratio to ruff and, with several formats, to
+the concise format of the same checkout, and writes them to ``--out`` (JSON) if given; with
+``--markdown``, the rows of a table too. Timed assertions belong here, not in the tests.
 """
 
 from __future__ import annotations
@@ -38,23 +41,27 @@ def _time(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> t
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", type=Path, required=True, help="a checkout of the old state")
+    parser.add_argument("--before", type=Path, help="a checkout of the old state")
     parser.add_argument("--corpus", type=Path, action="append", required=True)
+    parser.add_argument("--format", action="append", dest="formats", help="an output format")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--markdown", action="store_true", help="print the rows of a table too")
     args = parser.parse_args()
 
+    formats = args.formats or ["concise"]
+    states = {"now": REPO, **({"before": args.before.resolve()} if args.before else {})}
     commands = {
-        "ruff TID251": (["ruff", "check", "--select", "TID251", "--no-cache", "--exit-zero"], None),
-        "portlint before": (
-            [sys.executable, "-m", "portlint", "check", "--no-cache", "--exit-zero", "-q"],
-            {**os.environ, "PYTHONPATH": str(args.before.resolve())},
-        ),
-        "portlint now": (
-            [sys.executable, "-m", "portlint", "check", "--no-cache", "--exit-zero", "-q"],
-            {**os.environ, "PYTHONPATH": str(REPO)},
-        ),
+        "ruff TID251": (["ruff", "check", "--select", "TID251", "--no-cache", "--exit-zero"], None)
     }
+    for state, checkout in sorted(states.items()):
+        for output in formats:
+            name = f"portlint {state}" + (f" {output}" if args.formats else "")
+            commands[name] = (
+                [sys.executable, "-m", "portlint", "check", "--no-cache", "--exit-zero", "-q",
+                 "--output-format", output],
+                {**os.environ, "PYTHONPATH": str(checkout)},
+            )  # fmt: skip
     times: dict[str, dict[str, list[tuple[float, float]]]] = {}
     for _ in range(args.rounds):
         for corpus in args.corpus:
@@ -62,6 +69,8 @@ def main() -> int:
                 sample = _time([*command, corpus.name], corpus.parent, env)
                 times.setdefault(corpus.name, {}).setdefault(name, []).append(sample)
     results = {}
+    rows = ["| tree | case | wall (s) | CPU (s) | CPU / ruff | CPU / concise |",
+            "| --- | --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
     for tree, by_command in times.items():
         medians = {
             name: (statistics.median(w for w, _ in s), statistics.median(c for _, c in s))
@@ -71,11 +80,20 @@ def main() -> int:
         results[tree] = {name: {"wall": w, "cpu": c} for name, (w, c) in medians.items()}
         print(f"{tree} (medians of {args.rounds}):")
         for name, (wall, cpu) in medians.items():
+            # (the same checkout's concise run, where formats are compared)
+            concise = medians.get(" ".join([*name.split()[:2], "concise"]))
+            against = f"{cpu / concise[1]:.2f}" if concise and args.formats else ""
             ratio = f"  {wall / ruff_wall:5.1f}x ruff wall, {cpu / ruff_cpu:5.1f}x CPU"
+            ratio += f", {against}x concise CPU" if against else ""
             print(
-                f"  {name:16} {wall:6.2f} s wall {cpu:6.2f} s CPU"
+                f"  {name:24} {wall:6.2f} s wall {cpu:6.2f} s CPU"
                 + ("" if "ruff" in name else ratio)
             )
+            rows.append(
+                f"| {tree} | {name} | {wall:.2f} | {cpu:.2f} | {cpu / ruff_cpu:.1f} | {against} |"
+            )
+    if args.markdown:
+        print("\n".join(rows))
     if args.out:
         args.out.write_text(json.dumps(results, indent=2) + "\n")
     return 0

@@ -184,7 +184,9 @@ def main() -> None:
     results_file.write_text(json.dumps(results, indent=2) + "\n")
     report = render(results, corpus, len(quiet))
     print(report)
-    args.out.write_text(report)
+    # The sections written by hand after the table (bench/compare.py's rows) stay.
+    kept = args.out.read_text().partition("\n## ")[1:] if args.out.exists() else ()
+    args.out.write_text(report + "".join(kept))
 
 
 def render(results: dict, corpus: Path, quiet: int) -> str:

@@ -242,7 +242,8 @@ def judged_alone(
 @dataclass
 class FixResult:
     source: str  # the fixed source
-    applied: Counter[str] = field(default_factory=Counter)  # fixes applied, by code
+    # Findings fixed, by code: by their fixes, or by another's that rewrote their code.
+    applied: Counter[str] = field(default_factory=Counter)
     dropped: list[str] = field(default_factory=list)  # fixes not applied, and why
     violations: list[Violation] = field(default_factory=list)  # what is left
 
@@ -261,9 +262,10 @@ def fix_source(
     A round lints the text once, takes every fix that changes no line another fix taken changes
     (fixes that insert the same line, such as one ``import``, share it), applies them together
     and parses the result once (where it does not parse, halves of the fixes find the ones that
-    break it). The fixes that had to wait go in the next round: only those, so that the fixes
-    applied are the ones the first lint listed (a finding that a fix brings is reported, not
-    fixed). So a file's rounds cost a lint and a parse each, whatever its number of findings.
+    break it). The fixes that had to wait go in the next round: only those, so that what is
+    fixed is what the first lint listed (a finding that a fix brings is reported, not fixed; one
+    that waited and is gone, its code rewritten by the fix of another, counts as fixed). So a
+    file's rounds cost a lint and a parse each, whatever its number of findings.
     """
     from portlint.visit import parses
 
@@ -285,11 +287,15 @@ def fix_source(
         result.dropped.append(f"{path}: a symbolic link to {outside}, which is outside the project")
         return result
     waiting: list[tuple[str | None, int, int]] | None = None  # (None: the first round)
-    for _ in range(MAX_FIX_ROUNDS):
+    for round_ in range(MAX_FIX_ROUNDS + 1):  # (the last lint only tells what is left)
         result.violations = findings(result.source)
         fixes = [(v, fix) for v in result.violations if (fix := applicable(v, unsafe))]
         if waiting is not None:
-            fixes = _waiting(fixes, waiting)
+            again, gone = _found_again(result.violations, waiting)
+            result.applied.update(gone)
+            fixes = [(v, fix) for v, fix in fixes if id(v) in again]
+        if round_ == MAX_FIX_ROUNDS:
+            break
         chosen, later = _apart(fixes)
         applied = _parsing(result.source, chosen, parses)
         kept = {id(violation) for violation, _ in applied}
@@ -306,8 +312,6 @@ def fix_source(
             assert violation.code is not None  # a finding with a fix is a rule's
             result.applied[violation.code] += 1
         waiting = [(v.code, *_moved(v.line, edits)) for v, _ in later]
-    else:
-        result.violations = findings(result.source)
     return result
 
 
@@ -369,20 +373,24 @@ def _moved(line: int, edits: list[Edit]) -> tuple[int, int]:
     return line + shift, line + shift + 1
 
 
-def _waiting(fixes: Fixes, waiting: list[tuple[str | None, int, int]]) -> Fixes:
-    """The fixes of the findings that waited for a round: one each, of its code, on its lines."""
+def _found_again(
+    violations: list[Violation], waiting: list[tuple[str | None, int, int]]
+) -> tuple[set[int], Counter[str]]:
+    """The findings that waited for a round, found again (one each, of its code, on its lines),
+    by identity; and the codes of those that are gone."""
     slots: dict[tuple[str | None, int], list[int]] = {}  # the waiting findings, by code and line
     for number, (code, low, high) in enumerate(waiting):
         for line in range(low, high):
             slots.setdefault((code, line), []).append(number)
     taken: set[int] = set()
-    kept: Fixes = []
-    for violation, fix in fixes:
+    again: set[int] = set()
+    for violation in violations:
         free = [n for n in slots.get((violation.code, violation.line), []) if n not in taken]
         if free:
             taken.add(free[0])
-            kept.append((violation, fix))
-    return kept
+            again.add(id(violation))
+    gone = Counter(code for n, (code, _, _) in enumerate(waiting) if n not in taken and code)
+    return again, gone
 
 
 def _link_out_of(path: str, root: str) -> str | None:

@@ -240,6 +240,13 @@ def test_fixes_of_one_line_wait_for_the_next_round():
     assert result.applied == {"PORT101": 3, "PORT102": 3}
 
 
+def test_a_finding_whose_code_the_fix_of_another_rewrote_counts_as_fixed():
+    source = "import torch\nd = torch.device('cuda', torch.cuda.current_device())\n"
+    result = fix_source("m.py", source, EVERY_RULE, unsafe=True)
+    assert result.source == "import torch\nd = torch.accelerator.current_accelerator()\n"
+    assert (result.applied, result.violations) == ({"PORT101": 1, "PORT401": 1}, [])
+
+
 def test_fixes_that_break_the_parse_are_found_by_halves(monkeypatch):
     lines = "".join(f"x{i} = 1\n" for i in range(8))
     findings = [
