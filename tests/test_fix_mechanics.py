@@ -240,10 +240,15 @@ def test_fixes_of_one_line_wait_for_the_next_round():
     assert result.applied == {"PORT101": 3, "PORT102": 3}
 
 
-def test_a_finding_whose_code_the_fix_of_another_rewrote_counts_as_fixed():
+def test_a_finding_inside_the_code_of_another_fix_waits_and_is_fixed_and_counted():
+    """PORT101's fix keeps the device's index (the PORT401 call), which is fixed the round
+    after: both as listed."""
     source = "import torch\nd = torch.device('cuda', torch.cuda.current_device())\n"
     result = fix_source("m.py", source, EVERY_RULE, unsafe=True)
-    assert result.source == "import torch\nd = torch.accelerator.current_accelerator()\n"
+    now = "torch.accelerator.current_accelerator()"
+    assert result.source == (
+        f"import torch\nd = torch.device({now}.type, torch.accelerator.current_device_index())\n"
+    )
     assert (result.applied, result.violations) == ({"PORT101": 1, "PORT401": 1}, [])
 
 
