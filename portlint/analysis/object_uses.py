@@ -60,20 +60,41 @@ def _bound_uses(rule, target: cst.BaseExpression, members: frozenset[str]) -> bo
         scope = _scope(rule, target)
         uses = [
             n
-            for n in walk(scope)
+            for n in _nodes(rule, scope)
             if isinstance(n, cst.Name) and n.value == target.value and n is not target
             and not _is_attribute_name(rule, n)
         ]  # fmt: skip
     elif isinstance(target, cst.Attribute) and dotted_name(target) == f"self.{target.attr.value}":
         uses = [  # any `<object>.x` in the module: who else holds the object is not known
             n
-            for n in walk(rule.module)
-            if isinstance(n, cst.Attribute) and n.attr.value == target.attr.value and n is not target
+            for n in _attributes(rule).get(target.attr.value, ())
+            if n is not target
             and not (dotted_name(n) or "").startswith("torch.")  # (`torch.cuda.stream` is no use)
         ]  # fmt: skip
     else:
         return False
     return all(_is_rebinding(rule, use) or _use(rule, use, members) for use in uses)
+
+
+def _nodes(rule, scope: cst.CSTNode) -> list[cst.CSTNode]:
+    """Every node of ``scope`` (a function or the module), walked once per file: each stream
+    or event of a module asks for the same scopes."""
+    walked = rule.__dict__.setdefault("_walked_scopes", {})
+    if id(scope) not in walked:
+        walked[id(scope)] = (scope, list(walk(scope)))  # (the scope kept: its id stays its own)
+    return walked[id(scope)][1]
+
+
+def _attributes(rule) -> dict[str, list[cst.Attribute]]:
+    """The module's attributes (``a.x``), by name."""
+    found: dict[str, list[cst.Attribute]] | None = rule.__dict__.get("_attributes_by_name")
+    if found is None:
+        found = {}
+        for node in _nodes(rule, rule.module):
+            if isinstance(node, cst.Attribute):
+                found.setdefault(node.attr.value, []).append(node)
+        rule.__dict__["_attributes_by_name"] = found
+    return found
 
 
 def made_by(rule, value: cst.BaseExpression, maker: Callable[[cst.Call], bool]) -> bool:
@@ -92,7 +113,7 @@ def made_by(rule, value: cst.BaseExpression, maker: Callable[[cst.Call], bool]) 
             return False
     values = [
         n.value
-        for n in walk(scope)
+        for n in _nodes(rule, scope)
         if (isinstance(n, cst.Assign) and any(dotted_name(t.target) == key for t in n.targets))
         or (isinstance(n, cst.AnnAssign) and dotted_name(n.target) == key)
     ]  # fmt: skip
