@@ -15,6 +15,8 @@ import ast
 import sys
 from pathlib import Path
 
+from portlint.index.reading import dotted
+
 CORPUS = Path.home() / ".cache" / "portlint-corpus"
 PROJECTS = (
     "vllm-0.33.0/vllm",
@@ -46,17 +48,6 @@ def bindings(tree: ast.Module) -> dict[str, str]:
     return bound
 
 
-def dotted(node: ast.expr) -> list[str] | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return parts[::-1]
-
-
 def cuda_names(tree: ast.Module) -> set[str]:
     bound = bindings(tree)
     found = set()
@@ -67,7 +58,8 @@ def cuda_names(tree: ast.Module) -> set[str]:
             continue
         if not isinstance(node, (ast.Attribute, ast.Name)):
             continue
-        parts = dotted(node)
+        name = dotted(node)
+        parts = name.split(".") if name else None
         if parts is None or parts[0] not in bound:
             continue
         qualified = ".".join([bound[parts[0]], *parts[1:]])
