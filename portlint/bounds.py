@@ -90,22 +90,34 @@ def deepest(tree: ast.AST) -> tuple[int, int, int]:
         nodes += 1
         if level > depth:
             depth, line = level, getattr(node, "lineno", line)
-        if isinstance(node, ast.BoolOp):  # `a and b and c`: nested pairs in LibCST
-            level += len(node.values) - 1
-        elif isinstance(node, ast.Subscript):
-            level += 2
-        elif isinstance(node, _TWO_LEVELS):
-            level += 1
-        level += 1
-        for name in node._fields:  # (ast.iter_child_nodes, without its generator)
+        step, fields, is_bool_op, has_context = _WALK.get(node.__class__) or _walk_of(node)
+        level += len(node.values) if is_bool_op else step  # type: ignore[attr-defined]
+        if has_context:  # (`Load()` and the like: a leaf, without a line, counted here)
+            nodes += 1
+            depth = max(depth, level)
+        for name in fields:  # (ast.iter_child_nodes, without its generator)
             value = getattr(node, name, None)
-            if isinstance(value, list):
+            if value.__class__ is list:
                 for item in value:
                     if isinstance(item, ast.AST):
                         push((item, level))
             elif isinstance(value, ast.AST):
                 push((value, level))
     return depth, line, nodes
+
+
+# By node class: the levels LibCST builds below a node of it, the fields that may hold nodes
+# (but its expression context), whether it is a `BoolOp` (`a and b and c`: nested pairs in
+# LibCST, one level per value) and whether it has an expression context.
+_WALK: dict[type, tuple[int, tuple[str, ...], bool, bool]] = {}
+
+
+def _walk_of(node: ast.AST) -> tuple[int, tuple[str, ...], bool, bool]:
+    kind = node.__class__
+    step = 3 if issubclass(kind, ast.Subscript) else 2 if issubclass(kind, _TWO_LEVELS) else 1
+    fields = tuple(name for name in kind._fields if name != "ctx")
+    _WALK[kind] = step, fields, issubclass(kind, ast.BoolOp), "ctx" in kind._fields
+    return _WALK[kind]
 
 
 def too_deep(path: str, source: str) -> Violation:

@@ -32,6 +32,15 @@ def _alternatives(names: Iterable[str]) -> str:
     return "|".join(map(re.escape, sorted(names)))
 
 
+_WORD = re.compile(r"\w+")
+
+
+def words_of(text: str) -> frozenset[str]:
+    """The words of ``text``: a text matches the patterns below only where it holds the name
+    each key ends with as one of them (a set test that spares most searches)."""
+    return frozenset(_WORD.findall(text))
+
+
 def callers_anywhere(keys: Iterable[str]) -> re.Pattern[str]:
     """A text that may call one of these definition keys from anywhere (``f``, ``C.f``)."""
     return re.compile(rf"\b(?:{_alternatives(keys)})\b")

@@ -428,18 +428,23 @@ class Outcome(NamedTuple):
 
 
 def _lint_job(job: Job) -> Outcome:
+    with without_cycle_collection() if job.speedups else nullcontext():
+        # (On again once the job's trees are freed, as lint_parsed does it.)
+        return _job_outcome(job)
+
+
+def _job_outcome(job: Job) -> Outcome:
     silenced: list[Silenced] | None = [] if job.show_silenced else None
     try:
         tree: ast.Module | Violation | Unparsed = UNPARSED
         facts = None
         if job.packages is not None:
-            with without_cycle_collection() if job.speedups else nullcontext():
-                # (Python's full verdict where the rules run; its parse alone for the index)
-                module = parse_ast(job.source) if not job.codes else None
-                if job.codes:
-                    tree = python_verdict(job.path, job.source)
-                    module = tree if isinstance(tree, ast.Module) else None
-                facts = read_module(module, job.packages) if module is not None else None
+            # (Python's full verdict where the rules run; its parse alone for the index)
+            module = parse_ast(job.source) if not job.codes else None
+            if job.codes:
+                tree = python_verdict(job.path, job.source)
+                module = tree if isinstance(tree, ast.Module) else None
+            facts = read_module(module, job.packages) if module is not None else None
         found: list[Violation] = []
         if job.codes:
             found = lint_source(
@@ -749,19 +754,27 @@ class _Runner:
                 progress(done, self.submitted)
 
     def _pooled(self) -> Iterator[Outcome]:
-        from concurrent.futures import FIRST_COMPLETED, wait
+        import queue
         from concurrent.futures.process import BrokenProcessPool
 
         while self.futures:
             unfinished = []
-            waiting = set(self.futures)
-            while waiting:
-                done, waiting = wait(waiting, _TICK, FIRST_COMPLETED)
-                for future in done:
+            # Each future puts itself here when done (``concurrent.futures.wait`` would look at
+            # every future of the run again for each one that completes).
+            done: queue.SimpleQueue[Future] = queue.SimpleQueue()
+            for future in self.futures:
+                future.add_done_callback(done.put)
+            for _ in range(len(self.futures)):
+                while True:
                     try:
-                        yield future.result()
-                    except BrokenProcessPool:
-                        unfinished.append(self.futures[future])
+                        future = done.get(timeout=_TICK)
+                        break
+                    except queue.Empty:
+                        self._stop_overdue()
+                try:
+                    yield future.result()
+                except BrokenProcessPool:
+                    unfinished.append(self.futures[future])
                 self._stop_overdue()
             if not unfinished:
                 return

@@ -39,10 +39,11 @@ from portlint.findings import SAFE, Edit, Fix, Violation, split_lines
 from portlint.settings import Settings
 from portlint.suppression import FILE_NOQA, LINE_NOQA, PORTLINT_CODE, add_noqa
 
-# How long after a change the text is linted: long enough to gather the changes an editor sends
-# together (an auto-closed bracket, a multi-cursor edit, an undo); changes that come while a lint
-# runs are gathered anyway, into the one lint after it.
-DEBOUNCE_S = 0.02
+# How long after a change the text is linted: long enough for the messages an editor has already
+# sent to be read (an editor sends one action, an auto-closed bracket, a multi-cursor edit or an
+# undo, as one change); changes that come while a lint runs are gathered anyway, into the one lint
+# after it. Every millisecond here is one the user waits for each diagnostic.
+DEBOUNCE_S = 0.005
 SEVERITY = {"certain": types.DiagnosticSeverity.Error, "likely": types.DiagnosticSeverity.Warning}
 SOURCE = "portlint"
 

@@ -62,6 +62,26 @@ def lint_parsed(
     Python's verdict on ``source`` (:func:`portlint.bounds.python_verdict`), where the caller
     has it. ``notes``, where given, gets what the rules tell the project index
     (:attr:`FileContext.notes`, nodes given as positions)."""
+    with without_cycle_collection() if speedups else nullcontext():
+        # (The collector is on again once the function below has returned, and the trees it
+        # made are freed: on while they live, it would look at each of them.)
+        return _checked(
+            path, source, settings, codes, enabled, fix_edits, speedups, silenced, tree, notes
+        )
+
+
+def _checked(
+    path: str,
+    source: str,
+    settings: Settings,
+    codes: list[str],
+    enabled: frozenset[str],
+    fix_edits: bool,
+    speedups: bool,
+    silenced: list[Silenced] | None,
+    tree: ast.Module | Violation | Unparsed,
+    notes: dict[str, list] | None,
+) -> list[Violation]:
     if tree is UNPARSED:
         tree = python_verdict(path, source)
     if isinstance(tree, Violation):  # Python refuses it, or it is past portlint's bounds
@@ -80,14 +100,13 @@ def lint_parsed(
             visiting = [rule for rule in visiting if not rule.guardable]
     violations: list[Violation] = []
     if visiting:
-        with without_cycle_collection() if speedups else nullcontext():
-            job = _Job(path, source, tree, settings, fix_edits, speedups, silenced, module, notes)
-            try:
-                violations = _violations(job, visiting)
-            except RecursionError:
-                return [too_deep(path, source)]
-            except MemoryError:
-                return [Violation(path, 1, 1, None, TOO_LARGE)]
+        job = _Job(path, source, tree, settings, fix_edits, speedups, silenced, module, notes)
+        try:
+            violations = _violations(job, visiting)
+        except RecursionError:
+            return [too_deep(path, source)]
+        except MemoryError:
+            return [Violation(path, 1, 1, None, TOO_LARGE)]
     violations = _waived(violations, source, settings, silenced)
     if settings.ignore_noqa:
         return sorted(violations)
@@ -264,18 +283,20 @@ def _fix_maker(job: _Job, wrapper: _Wrapper, positions: Mapping) -> FixMaker:
 
 def _give_notes(job: _Job, context: FileContext, positions: Mapping) -> None:
     """The rules' notes, each node in them given as its position ``[line, column]``."""
-
-    def placed(value: Any) -> Any:
-        if isinstance(value, cst.CSTNode):
-            start = positions[value].start
-            return [start.line, start.column + 1]
-        if isinstance(value, (list, tuple)):
-            return [placed(item) for item in value]
-        return value
-
     if job.notes is not None:
         for kind, rows in context.notes.items():
-            job.notes.setdefault(kind, []).extend(placed(row) for row in rows)
+            job.notes.setdefault(kind, []).extend(_placed(row, positions) for row in rows)
+
+
+def _placed(value: Any, positions: Mapping) -> Any:
+    # (Not a closure over ``positions``: a recursive closure is a reference cycle, which would
+    # keep the file's trees alive until the cycle collector looks at every node of them.)
+    if isinstance(value, cst.CSTNode):
+        start = positions[value].start
+        return [start.line, start.column + 1]
+    if isinstance(value, (list, tuple)):
+        return [_placed(item, positions) for item in value]
+    return value
 
 
 def parses(source: str) -> bool:

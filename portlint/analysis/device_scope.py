@@ -37,9 +37,13 @@ class ScopeDevice:
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    yield node
-    for child in children(node):
-        yield from walk(child)
+    """``node`` and every node below it but trivia, parents first, in the order of the source
+    (without recursion: nested generators would pass each node up through every level)."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(list(children(node))))
 
 
 def default_device(rule) -> ScopeDevice:

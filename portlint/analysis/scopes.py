@@ -183,14 +183,25 @@ class Access:
 class _ScopeVisitor:
     """Bindings and accesses in LibCST's visiting order (which decides what an access sees)."""
 
+    walk: Walk  # (while it walks: see run)
+
     def __init__(self) -> None:
-        self.walk = Walk([self])
         self.scope = Scope("module", Scope("builtins", None))
         self.scope_of: dict[cst.CSTNode, Scope] = {}
         self.accesses: list[Access] = []
         self.imported: list[tuple[cst.Import | cst.ImportFrom, str]] = []  # with a bound name
         self.stores: set[cst.Name] = set()
         self.chains: list[cst.Attribute | None] = [None]
+
+    def run(self, module: cst.Module) -> None:
+        """Walk ``module``. The walk holds this visitor, which holds the walk while it runs, and
+        not after: a reference cycle would keep the module's nodes alive until the cycle
+        collector looks at every one of them."""
+        self.walk = Walk([self])
+        try:
+            self.walk(module)
+        finally:
+            del self.walk
 
     def _enter(self, kind: str, name: str | None = None) -> Scope:
         outer, self.scope = self.scope, Scope(kind, self.scope, name)
@@ -424,7 +435,7 @@ class Names:
 
     def __init__(self, module: cst.Module) -> None:
         visitor = _ScopeVisitor()
-        visitor.walk(module)
+        visitor.run(module)
         self.scope_of = visitor.scope_of
         self._imports = visitor.imported
         self._imported_from: dict[str, frozenset[str]] = {}

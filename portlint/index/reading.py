@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, NamedTuple
 
 from portlint.facts import CUDA_DEVICE_TYPES, EXIT_CALLS
@@ -233,12 +233,10 @@ def cuda_questions(tree: ast.Module) -> CudaQuestions:
 
 
 def _requires_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    for statement in function.body:
-        if _exits_unless_cuda(statement) and _raises(statement):
-            return True
-        if next(_returns_of([statement]), None) is not None:
-            return False  # (it may return before the check)
-    return False
+    body = function.body
+    check = next((i for i, s in enumerate(body) if _exits_unless_cuda(s) and _raises(s)), None)
+    # (Not where it may return before the check; looked for only where there is one.)
+    return check is not None and next(_returns_of(body[:check]), None) is None
 
 
 def _raises(statement: ast.stmt) -> bool:
@@ -347,25 +345,27 @@ class _Reader(ast.NodeVisitor):
     made cheaper: the method of each node type looked up once, and expression contexts
     (``Load``, ``Store``) and constants not visited."""
 
-    _methods: ClassVar[dict[type, str]] = {}
+    # By node type: its method (``generic_visit`` where it has none), and its fields that may
+    # hold nodes (not its expression context, a leaf).
+    _plans: ClassVar[dict[type, tuple[Callable[[Any, Any], None], tuple[str, ...]]]] = {}
+
+    def _plan(self, kind: type) -> tuple[Callable[[Any, Any], None], tuple[str, ...]]:
+        method = getattr(type(self), f"visit_{kind.__name__}", type(self).generic_visit)
+        fields: tuple[str, ...] = kind._fields  # type: ignore[attr-defined]
+        self._plans[kind] = method, tuple(field for field in fields if field != "ctx")
+        return self._plans[kind]
 
     def visit(self, node: ast.AST) -> None:
-        kind = type(node)
-        name = self._methods.get(kind)
-        if name is None:
-            name = self._methods[kind] = f"visit_{kind.__name__}"
-            if not hasattr(self, name):
-                self._methods[kind] = name = "generic_visit"
-        getattr(self, name)(node)
+        (self._plans.get(node.__class__) or self._plan(node.__class__))[0](self, node)
 
     def generic_visit(self, node: ast.AST) -> None:
-        for field in node._fields:
+        for field in (self._plans.get(node.__class__) or self._plan(node.__class__))[1]:
             value = getattr(node, field, None)
-            if isinstance(value, list):
+            if value.__class__ is list:
                 for item in value:
-                    if isinstance(item, ast.AST) and not isinstance(item, LEAVES):
+                    if item.__class__ not in LEAF_TYPES and isinstance(item, ast.AST):
                         self.visit(item)
-            elif isinstance(value, ast.AST) and not isinstance(value, LEAVES):
+            elif value.__class__ not in LEAF_TYPES and isinstance(value, ast.AST):
                 self.visit(value)
 
     def __init__(self, questions: CudaQuestions) -> None:
@@ -606,8 +606,19 @@ def stream_helpers(tree: ast.Module) -> list[str]:
     return found
 
 
-# Nodes with nothing the reader records below them.
-LEAVES = (ast.expr_context, ast.Constant, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)
+def _subclasses(kind: type) -> Iterator[type]:
+    yield kind
+    sub: type
+    for sub in kind.__subclasses__():
+        yield from _subclasses(sub)
+
+
+# Nodes with nothing the reader records below them, by their exact types.
+LEAF_TYPES = frozenset(
+    kind
+    for leaf in (ast.expr_context, ast.Constant, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)
+    for kind in _subclasses(leaf)
+)
 
 
 def _fetches_stream(node: ast.AST) -> bool:

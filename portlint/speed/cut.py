@@ -49,7 +49,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from portlint.calls import callers_anywhere, callers_in_class, definition_key
+from portlint.calls import callers_anywhere, callers_in_class, definition_key, words_of
 from portlint.evidence import Entry
 from portlint.findings import split_lines
 from portlint.speed.gate import (
@@ -89,6 +89,10 @@ class Unit:
         """Its name and the names of the functions defined in it (read off the text: a name too
         many only keeps more)."""
         return {self.name, *DEF.findall(self.text)}
+
+    @functools.cached_property
+    def words(self) -> frozenset[str]:
+        return words_of(self.text)
 
 
 def _span(node: ast.stmt) -> tuple[int, int]:
@@ -166,13 +170,21 @@ def _closure(candidates: list[Unit], kept: list[Unit]) -> list[Unit]:
             if unit.owner is not None:
                 in_class.setdefault(unit.owner, set()).update(names)
         calls = callers_anywhere(anywhere)
+        sought = {key.rpartition(".")[2] for key in anywhere}
         own = {owner: callers_in_class(names) for owner, names in in_class.items()}
         kept_ids = {id(u) for u in kept}
         kept += [
             u
             for u in candidates
             if id(u) not in kept_ids
-            and (calls.search(u.text) or (u.owner in own and own[u.owner].search(u.text)))
+            and (
+                (not sought.isdisjoint(u.words) and calls.search(u.text))
+                or (
+                    u.owner in own
+                    and not in_class[u.owner].isdisjoint(u.words)
+                    and own[u.owner].search(u.text)
+                )
+            )
         ]
 
 
