@@ -11,6 +11,7 @@ call's value: used in place, or bound to a name (every use in the function or mo
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import libcst as cst
 
@@ -91,10 +92,32 @@ def _attributes(rule) -> dict[str, list[cst.Attribute]]:
     if found is None:
         found = {}
         for node in _nodes(rule, rule.module):
-            if isinstance(node, cst.Attribute):
+            if type(node) is cst.Attribute:
                 found.setdefault(node.attr.value, []).append(node)
         rule.__dict__["_attributes_by_name"] = found
     return found
+
+
+def _assigned(rule, scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
+    """The values that ``scope`` assigns, by the dotted name of each target (``x``, ``self.x``),
+    in the order of the source: found once per file (each stream of a module asks)."""
+    known = rule.__dict__.setdefault("_assigned_in", {})
+    if id(scope) not in known:
+        found: dict[str, list[cst.BaseExpression | None]] = {}
+        node: Any
+        for node in _nodes(rule, scope):
+            kind = type(node)  # (LibCST's node classes are final; `isinstance` goes through abc)
+            if kind is cst.Assign:
+                keys = dict.fromkeys(dotted_name(t.target) for t in node.targets)
+            elif kind is cst.AnnAssign:
+                keys = {dotted_name(node.target): None}
+            else:
+                continue
+            for key in keys:
+                if key is not None:
+                    found.setdefault(key, []).append(node.value)
+        known[id(scope)] = (scope, found)  # (the scope kept: its id stays its own)
+    return known[id(scope)][1]
 
 
 def made_by(rule, value: cst.BaseExpression, maker: Callable[[cst.Call], bool]) -> bool:
@@ -111,12 +134,7 @@ def made_by(rule, value: cst.BaseExpression, maker: Callable[[cst.Call], bool]) 
         every = [*params.posonly_params, *params.params, *params.kwonly_params]
         if any(p.name.value == key for p in every):
             return False
-    values = [
-        n.value
-        for n in _nodes(rule, scope)
-        if (isinstance(n, cst.Assign) and any(dotted_name(t.target) == key for t in n.targets))
-        or (isinstance(n, cst.AnnAssign) and dotted_name(n.target) == key)
-    ]  # fmt: skip
+    values = _assigned(rule, scope).get(key, [])
     return bool(values) and all(isinstance(v, cst.Call) and maker(v) for v in values)
 
 
