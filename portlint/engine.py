@@ -216,9 +216,12 @@ def lint_source(
     from portlint.visit import lint_parsed  # LibCST and the rules: only for files that need them
 
     notes: dict[str, list] = {}
-    found = lint_parsed(
-        path, source, settings, codes, enabled, fix_edits, speedups, silenced, tree, notes
-    )
+    with without_cycle_collection() if speedups else nullcontext():
+        # (On again once lint_parsed has returned and the trees it made are freed: on while they
+        # live, the collector would look at every node of them.)
+        found = lint_parsed(
+            path, source, settings, codes, enabled, fix_edits, speedups, silenced, tree, notes
+        )
     if facts is not None:
         facts["notes"] = notes
         return found

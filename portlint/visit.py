@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Mapping
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,7 @@ from portlint.rules.port001_unused_noqa import UnusedNoqa
 from portlint.settings import Settings
 from portlint.speed.cut import NOTHING, UNPARSED, Unparsed, parse_ast, slice_source
 from portlint.speed.gate import shows_evidence
-from portlint.speed.process import parse_unvalidated, without_cycle_collection
+from portlint.speed.process import parse_unvalidated
 from portlint.suppression import apply_suppressions, marker_lines
 
 
@@ -62,26 +62,6 @@ def lint_parsed(
     Python's verdict on ``source`` (:func:`portlint.bounds.python_verdict`), where the caller
     has it. ``notes``, where given, gets what the rules tell the project index
     (:attr:`FileContext.notes`, nodes given as positions)."""
-    with without_cycle_collection() if speedups else nullcontext():
-        # (The collector is on again once the function below has returned, and the trees it
-        # made are freed: on while they live, it would look at each of them.)
-        return _checked(
-            path, source, settings, codes, enabled, fix_edits, speedups, silenced, tree, notes
-        )
-
-
-def _checked(
-    path: str,
-    source: str,
-    settings: Settings,
-    codes: list[str],
-    enabled: frozenset[str],
-    fix_edits: bool,
-    speedups: bool,
-    silenced: list[Silenced] | None,
-    tree: ast.Module | Violation | Unparsed,
-    notes: dict[str, list] | None,
-) -> list[Violation]:
     if tree is UNPARSED:
         tree = python_verdict(path, source)
     if isinstance(tree, Violation):  # Python refuses it, or it is past portlint's bounds
