@@ -432,7 +432,7 @@ class Outcome(NamedTuple):
 
 def _lint_job(job: Job) -> Outcome:
     with without_cycle_collection() if job.speedups else nullcontext():
-        # (On again once the job's trees are freed, as lint_parsed does it.)
+        # (On again once the job's trees are freed, as lint_source does it for its lint.)
         return _job_outcome(job)
 
 
