@@ -14,6 +14,8 @@ Each inference has a kind, which the configuration can switch off (``platform-in
 - ``dispatch``: a dispatch over devices (``if is_xpu(): ... else:``, a table keyed by device type);
 - ``checks``: the flagged call is the check that confines code to CUDA, not a use of it;
 - ``fallbacks``: a CUDA call kept only for an older torch, or behind a portable first choice;
+- ``waivers``: the line's comment waives CUDA by name (``#ignore-cuda``, ``# cuda-ok``: the
+  mark that projects which check their own ``torch.cuda`` uses give a sanctioned line);
 - ``callers`` and ``rebinds``: what other modules of the project say (every use of a function, or
   every import of a module, runs only on CUDA; the project rebinds a ``torch.cuda`` attribute to
   its own object): :mod:`portlint.index.project`.
@@ -32,7 +34,8 @@ from pathlib import PurePath
 from portlint.facts import CUDA_ARCHITECTURE, CUDA_WORDS, OTHER_DEVICES
 
 INFERENCES = (
-    "imports", "names", "tests", "dispatch", "checks", "fallbacks", "callers", "rebinds",
+    "imports", "names", "tests", "dispatch", "checks", "fallbacks", "waivers", "callers",
+    "rebinds",
 )  # fmt: skip
 
 # A name's words: `forward_cuda` -> forward, cuda; `CUDAOpBuilder` -> cuda, op, builder;

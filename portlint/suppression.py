@@ -78,6 +78,23 @@ def marker_lines(source: str, markers: tuple[str, ...]) -> dict[int, str]:
     return found
 
 
+# A comment that waives CUDA by name, as projects that check their own `torch.cuda` uses write
+# it: `#ignore-cuda`, `# allow-cuda`, `# cuda-ok`, `# CUDA only` (the whole comment, or its
+# first words before punctuation: `# cuda-only: the NVLink path`).
+CUDA_WAIVER = re.compile(
+    r"#\s*(?P<marker>(?:ignore|allow)[-_ ]?cuda|cuda[-_ ]?(?:ok|only|allowed))\s*(?:$|[:;,.(])",
+    re.IGNORECASE,
+)
+_WAIVER_TEXT = re.compile(r"(?:ignore|allow)[-_ ]?cuda|cuda[-_ ]?(?:ok|only|allowed)", re.I)
+
+
+def cuda_waiver_lines(source: str) -> dict[int, str]:
+    """The lines whose comment waives CUDA by name (:data:`CUDA_WAIVER`), with the comment."""
+    if not _WAIVER_TEXT.search(source):
+        return {}
+    return {line: text.strip() for line, _, text in _comments(source) if CUDA_WAIVER.match(text)}
+
+
 def noqa_lines(source: str) -> set[int]:
     """The lines (1-based, as Python counts them) on which "noqa" occurs, in a comment or not."""
     return {n for n, line in enumerate(split_lines(source), 1) if NOQA.search(line)}

@@ -15,6 +15,7 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import BatchableMetadataProvider, MetadataWrapper, ProviderT
 
+from portlint.analysis.cuda_values import cuda_only_values
 from portlint.analysis.guards import GuardAnalysis, Silence
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.positions import PositionProvider
@@ -33,7 +34,7 @@ from portlint.settings import Settings
 from portlint.speed.cut import NOTHING, UNPARSED, Unparsed, parse_ast, slice_source
 from portlint.speed.gate import shows_evidence
 from portlint.speed.process import parse_unvalidated
-from portlint.suppression import apply_suppressions, marker_lines
+from portlint.suppression import apply_suppressions, cuda_waiver_lines, marker_lines
 
 
 def lint_parsed(
@@ -114,18 +115,28 @@ class _Job:
 def _waived(
     violations: list[Violation], source: str, settings: Settings, silenced: list[Silenced] | None
 ) -> list[Violation]:
-    """Device findings on lines that carry one of the project's own markers of sanctioned CUDA
-    code (``extend-noqa-markers``, such as DeepSpeed's ``#ignore-cuda``) are silent."""
-    if not settings.noqa_markers or not violations:
+    """Device findings on lines whose comment waives CUDA by name (``#ignore-cuda``, ``# cuda-ok``:
+    :data:`~portlint.suppression.CUDA_WAIVER`; the inference ``waivers``) or carries one of the
+    project's own markers (``extend-noqa-markers``) are silent."""
+    if not violations or not any(v.code in GUARDABLE for v in violations):
         return violations
-    lines = marker_lines(source, settings.noqa_markers)
+    lines: dict[int, str] = {}
+    if "waivers" in settings.platform_inferences:
+        lines = {
+            line: f"the line's comment `{text}` waives CUDA"
+            for line, text in cuda_waiver_lines(source).items()
+        }
+    if settings.noqa_markers:
+        for line, marker in marker_lines(source, settings.noqa_markers).items():
+            lines[line] = f"the line is marked `{marker}` (extend-noqa-markers)"
+    if not lines:
+        return violations
     kept = []
     for violation in violations:
-        marker = lines.get(violation.line) if violation.code in GUARDABLE else None
-        if marker is None:
+        why = lines.get(violation.line) if violation.code in GUARDABLE else None
+        if why is None:
             kept.append(violation)
         elif silenced is not None:
-            why = f"the line is marked `{marker}` (extend-noqa-markers)"
             silenced.append(Silenced(violation, "waiver", why, violation.line))
     return kept
 
@@ -239,6 +250,7 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
         wrapper.source,
         cuda_questions(job.tree),
         library_bindings(job.tree, settings.cuda_only_imports),
+        cuda_only_values(job.tree),
     )
     wrapper.visit_batched([*visitors, guards])
     positions = wrapper.resolve(PositionProvider)

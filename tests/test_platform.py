@@ -76,7 +76,8 @@ def _write(root: Path, config: str = "") -> None:
             "pyproject.toml": "[project]\nname = 'x'\n" + textwrap.dedent(config),
             "pkg/fast.py": "import flashinfer\n" + SYNC,
             "pkg/mine.py": "import vendor_kernels\n" + SYNC,
-            "pkg/waived.py": "import torch\ntorch.cuda.synchronize()  # ignore-cuda\n",
+            "pkg/waived.py": "import torch\ntorch.cuda.synchronize()  # vendor-sanctioned\n",
+            "pkg/commented.py": "import torch\ntorch.cuda.synchronize()  #ignore-cuda\n",
             "pkg/named.py": SYNC.replace("def step", "def step_cuda"),
         },
     )
@@ -95,7 +96,7 @@ def test_with_no_configuration_the_conventions_silence_and_a_configuration_exten
         """
         [tool.portlint]
         extend-cuda-only-imports = ["vendor_kernels"]
-        extend-noqa-markers = ["#ignore-cuda"]
+        extend-noqa-markers = ["# vendor-sanctioned"]
         """,
     )
     assert _reported(tmp_path) == []
@@ -103,9 +104,25 @@ def test_with_no_configuration_the_conventions_silence_and_a_configuration_exten
 
 def test_each_inference_can_be_switched_off(tmp_path):
     _write(tmp_path, '[tool.portlint]\nplatform-inferences = ["names"]\n')
-    assert _reported(tmp_path) == ["fast.py", "mine.py", "waived.py"]
+    assert _reported(tmp_path) == ["commented.py", "fast.py", "mine.py", "waived.py"]
     _write(tmp_path, "[tool.portlint]\nplatform-inferences = []\ncuda-only-imports = []\n")
-    assert _reported(tmp_path) == ["fast.py", "mine.py", "named.py", "waived.py"]
+    assert _reported(tmp_path) == ["commented.py", "fast.py", "mine.py", "named.py", "waived.py"]
+
+
+@pytest.mark.parametrize(
+    ("comment", "waived"),
+    [
+        ("#ignore-cuda", True), ("# ignore-cuda", True), ("# allow_cuda", True),
+        ("# cuda-ok", True), ("# CUDA only", True), ("# cuda-only: the NVLink path", True),
+        # a comment about the code, not a waiver of it
+        ("# CUDA only supports fp16 here", False), ("# ignore cudagraphs", False),
+        ("# TODO: make this cuda-only path portable", False),
+    ],
+)  # fmt: skip
+def test_a_comment_that_waives_cuda_by_name_silences_its_line(tmp_path, comment, waived):
+    tree(tmp_path, {"pkg/m.py": f"import torch\ntorch.cuda.synchronize()  {comment}\n"})
+    result = run_cli("check", "pkg", "--no-cache", "--output-format", "json", cwd=tmp_path)
+    assert (json.loads(result.stdout) == []) is waived, result.stdout
 
 
 def test_an_unknown_inference_is_a_configuration_error(tmp_path):
@@ -116,12 +133,16 @@ def test_an_unknown_inference_is_a_configuration_error(tmp_path):
 
 
 def test_show_silenced_gives_each_silenced_finding_its_reason_and_line(tmp_path):
-    _write(tmp_path, '[tool.portlint]\nextend-noqa-markers = ["#ignore-cuda"]\n')
+    _write(tmp_path, '[tool.portlint]\nextend-noqa-markers = ["# vendor-sanctioned"]\n')
     result = run_cli("check", "pkg", "--show-silenced", cwd=tmp_path)
     assert result.returncode == 1  # mine.py still has its finding
     lines = result.stdout.splitlines()
     assert lines[0].startswith("pkg/mine.py:6:5: PORT401")
-    assert lines[1] == "Silenced (3), with the reason and the line that gives it:"
+    assert lines[1] == "Silenced (4), with the reason and the line that gives it:"
+    assert lines[2].startswith("pkg/commented.py:2:1: PORT401") and lines[3] == (
+        "    waiver: the line's comment `#ignore-cuda` waives CUDA (line 2)"
+    )
+    lines[2:4] = []
     assert lines[2].startswith("pkg/fast.py:6:5: PORT401") and lines[3] == (
         "    imports: the module imports `flashinfer`, which exists only for NVIDIA or AMD GPUs "
         "(line 1)"
@@ -130,13 +151,14 @@ def test_show_silenced_gives_each_silenced_finding_its_reason_and_line(tmp_path)
         "    names: function `step_cuda` is named for CUDA or ROCm (line 4)"
     )
     assert lines[6].startswith("pkg/waived.py:2:1: PORT401") and lines[7] == (
-        "    waiver: the line is marked `#ignore-cuda` (extend-noqa-markers) (line 2)"
+        "    waiver: the line is marked `# vendor-sanctioned` (extend-noqa-markers) (line 2)"
     )
-    assert lines[8] == "By kind: imports 1, names 1, waiver 1"
+    assert lines[8] == "By kind: waiver 2, imports 1, names 1"
     as_json = run_cli("check", "pkg", "--show-silenced", "--output-format", "json", cwd=tmp_path)
     items = json.loads(as_json.stdout)
     assert [i.get("silenced", {}).get("kind") for i in items] == [
         None,
+        "waiver",
         "imports",
         "names",
         "waiver",

@@ -225,9 +225,16 @@ class CudaApiRule(Rule):
                 continue
             if target is not None and target < reference.api.since:
                 continue
+            if self.redundant(reference):
+                continue
             device = message_device(self, node)
             message = self.message(reference, device, node)
             self.report(node, message, fix=self._fix(reference, node))
+
+    def redundant(self, reference: CudaReference) -> bool:
+        """Whether the call does nothing its surroundings have not done already on every device
+        (a rule of the family says when: PORT404)."""
+        return False
 
     @staticmethod
     def message(reference: CudaReference, device: ScopeDevice, node: cst.CSTNode) -> str:

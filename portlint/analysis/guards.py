@@ -120,13 +120,16 @@ class GuardAnalysis(GuardTests):
         source: str | None = None,
         questions: CudaQuestions | None = None,
         library_names: Mapping[str, str] | None = None,
+        cuda_values: frozenset[str] = frozenset(),
     ) -> None:
         """``questions``: what the module's functions ask about CUDA by their code
         (:class:`portlint.index.reading.CudaQuestions`): a call of one that answers is a guard
         (the checks in it are judged where they are, as any other check), and the rest of the
         block after a call of one that requires CUDA runs only there.
         ``library_names``: the names its own code binds to one of ``libraries``, with the
-        library (:func:`portlint.platform.library_bindings`)."""
+        library (:func:`portlint.platform.library_bindings`).
+        ``cuda_values``: the names that hold only a CUDA-only thing or nothing, read from the
+        whole module (:func:`portlint.analysis.cuda_values.cuda_only_values`)."""
         super().__init__()
         self.guard_functions = set(guard_functions)
         questions = questions or CudaQuestions()
@@ -149,7 +152,7 @@ class GuardAnalysis(GuardTests):
         self.bound: dict[str, list[cst.CSTNode]] = {}
         self.version_names: set[str] = set()  # names bound to a test of the torch release
         # Names bound to a CUDA-only thing or None (`x if is_cuda() else None`).
-        self.cuda_only_values: set[str] = set()
+        self.cuda_only_values: set[str] = set(cuda_values)
         # `torch.cuda` attributes the module assigns (a patch), and the reads that save them.
         self.patched: set[str] = set()
         self.saved: list[tuple[cst.BaseExpression, str]] = []

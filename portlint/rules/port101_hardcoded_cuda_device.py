@@ -25,6 +25,15 @@ DEVICE_TYPE_FIRST = (
     "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.Generator",
     "torch.get_device_module",
 )  # fmt: skip
+# unittest.mock's makers of stand-ins (also through `mock.`, `mocker.`), and what a mock is told
+# to return or asserted to have been called with: a device there is data, nothing runs on it.
+MOCK_MAKERS = frozenset({
+    "Mock", "MagicMock", "NonCallableMock", "NonCallableMagicMock", "AsyncMock", "PropertyMock",
+    "create_autospec", "patch", "patch.object", "patch.dict", "patch.multiple", "mock.call",
+    "assert_called_with", "assert_called_once_with", "assert_any_call", "assert_has_calls",
+    "assert_awaited_with", "assert_awaited_once_with",
+})  # fmt: skip
+MOCK_ANSWERS = frozenset({"return_value", "side_effect"})
 
 
 class HardcodedCudaDevice(Rule):
@@ -35,7 +44,9 @@ class HardcodedCudaDevice(Rule):
     `torch.device("cuda")`, `torch.device("cuda", i)`, `device="cuda"` passed to any call, and
     `.to("cuda")`.
     Silent inside CUDA-only platform guards (`if torch.cuda.is_available():`,
-    `if not current_platform.is_cuda(): return`, ...) and in `cuda-only-paths`.
+    `if not current_platform.is_cuda(): return`, ...) and in `cuda-only-paths`, and where the
+    device is data for a test double: given to `Mock(...)`/`patch(...)` or as a mock's
+    `return_value`/`side_effect`, or the expected arguments of `assert_called_with(...)`.
 
     ## Why is this bad?
     The code then runs only where the accelerator is an NVIDIA (or ROCm) GPU. On Intel XPU,
@@ -103,6 +114,13 @@ class HardcodedCudaDevice(Rule):
         "x = f(device='cuda_graph')\n",
         "def load(path, device='cpu', backend='cuda'):\n    pass\n",
         "import torch\nwith torch.autocast(device.type):\n    pass\n",
+        # Data for test doubles: nothing is allocated on it.
+        "import torch\nfrom unittest import mock\n"
+        "with mock.patch.object(loader, 'target_device', return_value=torch.device('cuda:0')):\n"
+        "    pass\n",
+        "import torch\nfrom unittest.mock import MagicMock\nt = MagicMock(device=torch.device('cuda'))\n",
+        "import torch\nget.return_value = torch.device('cuda')\n",
+        "model.to.assert_called_once_with('cuda')\nmove.assert_called_with(x, device='cuda')\n",
     ]
     INVALID = [
         Invalid(
@@ -287,7 +305,35 @@ class HardcodedCudaDevice(Rule):
             suggested = message_device(self, literal).expression
         self.report(literal, f"{what} hardcodes CUDA; use `{suggested}`", fix=fix)
 
+    def _mock_data(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` (a call) is, or gives, data for a test double (:data:`MOCK_MAKERS`,
+        :data:`MOCK_ANSWERS`)."""
+        current: cst.CSTNode | None = node
+        while current is not None and not isinstance(current, cst.BaseSuite):
+            if isinstance(current, cst.Arg) and current.keyword is not None:
+                if current.keyword.value in MOCK_ANSWERS:
+                    return True
+            elif isinstance(current, cst.Call):
+                callee = dotted_name(current.func) or ""
+                if callee.endswith(tuple(MOCK_MAKERS)) and (
+                    callee in MOCK_MAKERS
+                    or callee.rpartition(".")[2] in MOCK_MAKERS
+                    or callee.endswith(
+                        ("patch.object", "patch.dict", "patch.multiple", "mock.call")
+                    )
+                ):
+                    return True
+            elif isinstance(current, cst.Assign):
+                return any(
+                    isinstance(t.target, cst.Attribute) and t.target.attr.value in MOCK_ANSWERS
+                    for t in current.targets
+                )
+            current = self.get_metadata(ParentProvider, current, None)
+        return False
+
     def visit_Call(self, node: cst.Call) -> None:
+        if self._mock_data(node):
+            return
         if resolves_to(self, node.func, TORCH_DEVICE):
             device_type_arg = argument(node, "type", 0)
             if device_type_arg and is_cuda_device_literal(device_type_arg.value):

@@ -1,0 +1,325 @@
+"""Names that hold a CUDA-only thing or nothing, so that a test of them is a CUDA guard.
+
+A model makes its side stream only on CUDA and hands it down to the layers it builds; the layers
+test it before they use it::
+
+    class Model(nn.Module):
+        def __init__(self, config):
+            alt_stream = get_stream("alt") if _is_cuda else None
+            self.layers = [Layer(config, alt_stream=alt_stream) for _ in range(n)]
+
+    class Layer(nn.Module):
+        def __init__(self, config, alt_stream=None):
+            self.alt_stream = alt_stream
+
+        def forward(self, x):
+            if self.alt_stream is not None:  # true only on CUDA
+                with torch.cuda.stream(self.alt_stream): ...
+
+:func:`cuda_only_values` reads that from Python's ``ast`` of the whole module (the guard analysis
+may see only a cut of it): a value is CUDA-only or nothing when it is ``None``/``False``, ``a if
+<CUDA> else None``, assigned under a CUDA guard, or a name that holds only such values — a local,
+a module-level flag (``_symm_mem_available = False`` then ``if _is_cuda: ... = True``), an
+attribute ``self.x`` every assignment of which in its class is one, or an ``__init__`` parameter
+that every construction of the class in the module gives one (or leaves at a ``None`` default).
+A class that the module subclasses or hands on uncalled may be built elsewhere: its parameters
+prove nothing. A cycle proves nothing either (the fixpoint starts from nothing proved).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from portlint.index.reading import dotted, says_cuda
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+@dataclass
+class _Class:
+    node: ast.ClassDef
+    parameters: list[str] = field(default_factory=list)  # of `__init__`, after `self`
+    positional: int = 0  # how many of them a call can give by position
+    defaults: dict[str, ast.expr] = field(default_factory=dict)
+    # self.<attribute> -> (value, method, assigned under a CUDA guard)
+    attributes: dict[str, list[tuple[ast.expr, ast.AST | None, bool]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    builds: list[tuple[ast.Call, ast.AST | None, bool]] = field(default_factory=list)
+    escapes: bool = False  # subclassed, or named other than as a call: may be built elsewhere
+
+
+def _falsy(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and not node.value
+
+
+def _assignments(statement: ast.stmt) -> Iterator[tuple[ast.expr, ast.expr]]:
+    if isinstance(statement, ast.Assign):
+        for target in statement.targets:
+            yield target, statement.value
+    elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+        yield statement.target, statement.value
+
+
+class _Module:
+    def __init__(self, tree: ast.Module) -> None:
+        self.classes = {s.name: _Class(s) for s in tree.body if isinstance(s, ast.ClassDef)}
+        # function (None: the module) -> name -> (value, under a CUDA guard)
+        self.locals: dict[ast.AST | None, dict[str, list[tuple[ast.expr, bool]]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        self.parameters: dict[ast.AST, set[str]] = {}
+        self.owner: dict[ast.AST, _Class] = {}  # a method -> its class
+        self.globals: set[str] = set()  # names a function declares `global`
+        # Names bound otherwise than by `name = value` (an import, a `for`, a tuple's unpacking,
+        # a `def`, `except ... as`), by scope; attributes assigned on another object than self.
+        self.unknown: dict[ast.AST | None, set[str]] = defaultdict(set)
+        self.foreign: set[str] = set()
+        self._block(tree.body, None, False)
+        for one in self.classes.values():
+            for base in one.node.bases:
+                parent = self.classes.get(dotted(base) or "")
+                if parent is not None:
+                    parent.escapes = True
+            for member in one.node.body:
+                if isinstance(member, FUNCTIONS):
+                    self.owner[member] = one
+                    self._function(member)
+                    if member.name == "__init__":
+                        _signature(one, member)
+                else:
+                    self._expressions(member, None, False)  # (a class's own names: not flags)
+        self.params: set[tuple[str, str]] = set()
+        self.attributes: set[tuple[str, str]] = set()
+        self.flags: set[str] = set()
+
+    # --- Reading ------------------------------------------------------------------------------
+    def _function(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        arguments = function.args
+        names = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        self.parameters[function] = {a.arg for a in names}
+        self._block(function.body, function, False)
+
+    def _bindings(self, statement: ast.stmt, function: ast.AST | None) -> None:
+        """What ``statement`` binds otherwise than by ``name = value``, and the attributes it
+        assigns on other objects than ``self``."""
+        unknown = self.unknown[function]
+        simple = {id(t) for t, _ in _assignments(statement) if isinstance(t, ast.Name)}
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            unknown.update((a.asname or a.name).partition(".")[0] for a in statement.names)
+        elif isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
+            unknown.add(statement.name)
+            return
+        for inner in _own_nodes(statement):
+            if isinstance(inner, ast.Name) and not isinstance(inner.ctx, ast.Load):
+                if id(inner) not in simple:
+                    unknown.add(inner.id)
+            elif isinstance(inner, ast.Attribute) and not isinstance(inner.ctx, ast.Load):
+                if not (isinstance(inner.value, ast.Name) and inner.value.id == "self"):
+                    self.foreign.add(inner.attr)
+            elif isinstance(inner, ast.ExceptHandler) and inner.name:
+                unknown.add(inner.name)
+
+    def _block(self, body: list[ast.stmt], function: ast.AST | None, guarded: bool) -> None:
+        for statement in body:
+            self._statement(statement, function, guarded)
+
+    def _statement(self, statement: ast.stmt, function: ast.AST | None, guarded: bool) -> None:
+        self._bindings(statement, function)
+        if isinstance(statement, FUNCTIONS):
+            if function is None and statement not in self.owner:
+                self._function(statement)  # a top-level function (methods: read with classes)
+            else:
+                self._expressions(statement, function, guarded)
+            return
+        if isinstance(statement, ast.ClassDef):
+            return  # (a top-level class: read with the others; one inside a function: not)
+        if isinstance(statement, ast.Global):
+            self.globals.update(statement.names)
+        for target, value in _assignments(statement):
+            name = dotted(target)
+            one = self.owner.get(function) if function is not None else None
+            if name is not None and name.startswith("self.") and name.count(".") == 1 and one:
+                one.attributes[name[5:]].append((value, function, guarded))
+            elif isinstance(target, ast.Name):
+                self.locals[function][target.id].append((value, guarded))
+        if isinstance(statement, ast.If):
+            said = says_cuda(statement.test)
+            self._expressions(statement.test, function, guarded)
+            self._block(statement.body, function, guarded or said is True)
+            self._block(statement.orelse, function, guarded or said is False)
+            return
+        for name in ("body", "orelse", "finalbody"):
+            self._block(getattr(statement, name, []), function, guarded)
+        for handler in getattr(statement, "handlers", []):
+            self._block(handler.body, function, guarded)
+        for name in ("value", "test", "iter", "items", "targets", "target", "exc", "msg"):
+            part = getattr(statement, name, None)
+            if isinstance(part, list):
+                for item in part:
+                    self._expressions(item, function, guarded)
+            elif isinstance(part, ast.AST):
+                self._expressions(part, function, guarded)
+
+    def _expressions(self, node: ast.AST, function: ast.AST | None, guarded: bool) -> None:
+        """The module's classes named in ``node``: each call of one is a build of it; any other
+        mention lets it escape."""
+        harmless: set[int] = set()  # names that build, or only ask: `C.x`, `isinstance(y, C)`
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name):
+                one = self.classes.get(inner.func.id)
+                if one is not None:
+                    one.builds.append((inner, function, guarded))
+                    harmless.add(id(inner.func))
+                elif inner.func.id in ("isinstance", "issubclass") and len(inner.args) == 2:
+                    kinds = inner.args[1]
+                    harmless.update(map(id, getattr(kinds, "elts", [kinds])))
+                elif inner.func.id == "cls" and function in self.owner:
+                    self.owner[function].escapes = True  # a classmethod builds its class
+            elif isinstance(inner, ast.Attribute):
+                harmless.add(id(inner.value))
+            elif isinstance(inner, ast.Name) and id(inner) not in harmless:
+                one = self.classes.get(inner.id)
+                if one is not None and isinstance(inner.ctx, ast.Load):
+                    one.escapes = True
+
+    # --- Proving ------------------------------------------------------------------------------
+    def solve(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for name, one in self.classes.items():
+                for parameter in one.parameters:
+                    key = (name, parameter)
+                    if key not in self.params and self._parameter(one, parameter):
+                        self.params.add(key)
+                        changed = True
+                for attribute, values in one.attributes.items():
+                    key = (name, attribute)
+                    if key in self.attributes or attribute in self.foreign:
+                        continue
+                    if _produces(v for v, _, _ in values) and all(
+                        guarded or self._value(value, method) for value, method, guarded in values
+                    ):
+                        self.attributes.add(key)
+                        changed = True
+            for flag, given in self.locals[None].items():
+                if flag in self.flags or flag in self.globals or flag in self.unknown[None]:
+                    continue
+                if _produces(v for v, _ in given) and all(
+                    guarded or self._value(value, None) for value, guarded in given
+                ):
+                    self.flags.add(flag)
+                    changed = True
+
+    def _parameter(self, one: _Class, parameter: str) -> bool:
+        if one.escapes or not one.builds:
+            return False
+        position = one.parameters.index(parameter)
+        by_position = position < one.positional  # (not keyword-only)
+        for call, function, guarded in one.builds:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords
+            ):
+                return False
+            given = next((k.value for k in call.keywords if k.arg == parameter), None)
+            if given is None and by_position and position < len(call.args):
+                given = call.args[position]
+            if given is None:
+                default = one.defaults.get(parameter)
+                if default is None or not _falsy(default):
+                    return False
+            elif not (guarded or self._value(given, function)):
+                return False
+        return True
+
+    def _value(self, value: ast.expr, function: ast.AST | None, depth: int = 0) -> bool:
+        """Whether ``value``, read in ``function``, is a CUDA-only thing or nothing."""
+        if _falsy(value):
+            return True
+        if isinstance(value, ast.IfExp):
+            said = says_cuda(value.test)
+            if said is True and self._value(value.orelse, function, depth):
+                return True
+            if said is False and self._value(value.body, function, depth):
+                return True
+            return self._value(value.body, function, depth) and self._value(
+                value.orelse, function, depth
+            )
+        name = dotted(value)
+        if name is None or depth > 3:
+            return False
+        if name.startswith("self.") and name.count(".") == 1:
+            one = self.owner.get(function) if function is not None else None
+            return one is not None and (one.node.name, name[5:]) in self.attributes
+        if "." in name:
+            return False
+        if name in self.unknown[function]:
+            return False
+        if function is not None and name in self.parameters.get(function, ()):
+            one = self.owner.get(function)
+            if not (one and getattr(function, "name", "") == "__init__"):
+                return False
+            if (one.node.name, name) not in self.params:
+                return False
+        elif function is None or name not in self.locals[function]:
+            return name in self.flags  # a module-level name
+        return all(
+            guarded or self._value(given, function, depth + 1)
+            for given, guarded in self.locals[function].get(name, [])
+        )
+
+    def names(self) -> frozenset[str]:
+        """``self.x`` where every class of the module that assigns it holds only such values in
+        it, and the module-level flags."""
+        assigned: dict[str, list[bool]] = defaultdict(list)
+        for name, one in self.classes.items():
+            for attribute in one.attributes:
+                assigned[attribute].append((name, attribute) in self.attributes)
+        attributes = {f"self.{a}" for a, proved in assigned.items() if all(proved)}
+        return frozenset(attributes | self.flags)
+
+
+def _produces(values: Iterator[ast.expr]) -> bool:
+    """Whether one of the values may be something (not all ``None``/``False``): a name that is
+    only ever nothing holds nothing CUDA-only, and may be set from outside the module."""
+    return not all(_falsy(value) for value in values)
+
+
+def _own_nodes(statement: ast.stmt) -> Iterator[ast.AST]:
+    """The nodes of ``statement`` itself: not those of the statements in its blocks (read as
+    statements of their own), nor of the lambdas and comprehensions in it, which bind their own
+    names."""
+    pending: list[ast.AST] = [statement]
+    while pending:
+        node = pending.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.stmt, ast.Lambda, *COMPREHENSIONS)):
+                pending.append(child)
+
+
+def _signature(one: _Class, init: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    arguments = init.args
+    positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)][1:]
+    one.parameters = positional + [a.arg for a in arguments.kwonlyargs]
+    one.positional = len(positional)
+    defaults = arguments.defaults
+    for name, default in zip(positional[len(positional) - len(defaults) :], defaults, strict=True):
+        one.defaults[name] = default
+    for argument, keyword_default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
+        if keyword_default is not None:
+            one.defaults[argument.arg] = keyword_default
+
+
+def cuda_only_values(tree: ast.Module) -> frozenset[str]:
+    """The names of ``tree`` that hold only a CUDA-only thing or nothing (see the module's
+    docstring): ``self.x`` attributes, as the guard analysis names them, and module-level
+    flags."""
+    module = _Module(tree)
+    module.solve()
+    return module.names()
