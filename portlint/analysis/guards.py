@@ -280,9 +280,18 @@ class GuardAnalysis(GuardTests):
             role.role = REQUIREMENT
         other_path = node.orelse if polarity == 1 else node.body if polarity == -1 else None
         role.cpu_otherwise = other_path is not None and picks_cpu(other_path)
-        if polarity and (node.orelse is not None or exits) and asks_tensor_is_cuda(test):
+        if (
+            polarity
+            and asks_tensor_is_cuda(test)
+            and (node.orelse is not None or exits or _may_return(node.body))
+        ):
+            # (Without an `else`, the rest of the block is the other path where the body leaves,
+            # or may return: `if x.is_cuda and ...:` `return fused(x)` unless compiling, then
+            # `return portable(x)`. A body that only adds to the rest, `if t.is_cuda:
+            # t.record_stream(s)`, chooses nothing: on XPU the step is silently skipped.)
             other = (node.orelse,) if node.orelse is not None else self._rest_of_block(node)
-            role.tensor_paths = (node.body, *other)
+            if other or exits:  # (an `elif` that leaves: the other path follows its chain)
+                role.tensor_paths = (node.body, *other)
         if polarity == 1:
             self._mark(node.body, self._guard(test, node, "`if {code}:`"))
         elif polarity == -1:
@@ -354,6 +363,8 @@ class GuardAnalysis(GuardTests):
         ):  # `torch.cuda.is_available() and isinstance(self, CUDABuilder)`: checked together
             why = "a check made together with `{code}`"
             self._mark(node.left, Silence("checks", why, node, quoted=node.right))
+        if isinstance(node.operator, cst.And) and self._infers("dispatch"):
+            self._other_device_only(node)
         if (
             isinstance(node.operator, cst.Or)
             and polarity != -1
@@ -363,6 +374,30 @@ class GuardAnalysis(GuardTests):
         ):
             why = "the fallback of `{code} or ...`"
             self._mark(node.right, Silence("fallbacks", why, node, quoted=node.left))
+
+    def _other_device_only(self, node: cst.BooleanOperation) -> None:
+        """``torch.backends.mps.is_available() and not torch.cuda.is_available()``: a test that
+        holds only on another device, with CUDA ruled out, is the check of a dispatch to that
+        device (on XPU the MPS term is false already), not a use of CUDA."""
+        parent = self.get_metadata(ParentProvider, node, None)
+        if isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And):
+            return  # (read once, from the whole conjunction)
+        terms: list[cst.BaseExpression] = []
+        pending: list[cst.BaseExpression] = [node]
+        while pending:
+            term = pending.pop()
+            if isinstance(term, cst.BooleanOperation) and isinstance(term.operator, cst.And):
+                pending += [term.right, term.left]
+            else:
+                terms.append(term)
+        if not any(
+            not isinstance(term, cst.UnaryOperation) and self.other_device(term, cpu=False)
+            for term in terms
+        ):
+            return
+        for term in terms:
+            if self.polarity(term) == -1:
+                self.tests.setdefault(term, Test()).role = DISPATCH
 
     def _asks_answering(self, test: cst.BaseExpression) -> bool:
         """A call of a function found to answer "is this CUDA?" (``_bias_ok(x, b)``): not a
@@ -802,6 +837,18 @@ def _parameters(parameters: cst.Parameters) -> list[cst.Param]:
     found = [*parameters.posonly_params, *parameters.params, *parameters.kwonly_params]
     found += [p for p in (parameters.star_arg, parameters.star_kwarg) if isinstance(p, cst.Param)]
     return found
+
+
+def _may_return(block: cst.BaseSuite) -> bool:
+    """Whether a ``return`` of the block's own (not of a function in it) may end it."""
+    pending: list[cst.CSTNode] = [block]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.Return):
+            return True
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.BaseExpression)):
+            pending.extend(children(node))
+    return False
 
 
 def _may_leave(statement: cst.CSTNode) -> bool:
