@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from portlint.facts import CUDA_ARCHITECTURE, CUDA_WORDS, OTHER_DEVICES
+from portlint.facts import CUDA_ARCHITECTURE, CUDA_DEVICE_TYPES, CUDA_WORDS, OTHER_DEVICES
 
 INFERENCES = (
     "imports", "names", "tests", "dispatch", "checks", "fallbacks", "waivers", "callers",
@@ -80,6 +80,19 @@ def names_cuda(name: str) -> bool:
         if word.startswith("py") and word[2:] in CUDA_WORDS:  # pynccl, pynvml, pycuda
             return True
     return any(pair in CUDA_WORDS for pair in list(_joined(found))[len(found) :])
+
+
+_CONSTANT = re.compile(r"[A-Za-z][A-Za-z0-9_\-]*")
+
+
+def string_says_cuda(value: str) -> bool:
+    """Whether a string a test compares with asks for CUDA (or ROCm): a device type (``"cuda"``,
+    ``"cuda:0"``, ``"hip"``), or the name of something that exists only for NVIDIA or AMD GPUs,
+    written as a constant (``"nccl"``, ``"flashinfer"``, ``"CUDAExecutionProvider"``; not a
+    sentence, and not a CUDA graph mode, which any accelerator may capture)."""
+    if value.split(":")[0] in CUDA_DEVICE_TYPES:
+        return True
+    return bool(_CONSTANT.fullmatch(value)) and names_cuda(value) and not names_other_device(value)
 
 
 def names_other_device(name: str) -> bool:

@@ -21,6 +21,7 @@ from portlint.platform import (
     is_predicate,
     names_cuda,
     names_other_device,
+    string_says_cuda,
     words,
 )
 
@@ -228,7 +229,7 @@ class GuardTests(cst.BatchableCSTVisitor):
             return counted
         values = string_values(target.comparator) or string_values(test.left)
         if values:
-            if not all(v in CUDA_DEVICE_TYPES for v in values):
+            if not all(string_says_cuda(v) for v in values):
                 return 0
         elif not any(self._names_cuda_constant(side) for side in (test.left, target.comparator)):
             return 0

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, NamedTuple
 
-from portlint.facts import CUDA_DEVICE_TYPES, EXIT_CALLS
+from portlint.facts import EXIT_CALLS
 from portlint.index.kernels import kernels_in
 from portlint.platform import (
     SWAPPED,
@@ -32,6 +32,7 @@ from portlint.platform import (
     names_cuda,
     names_other_device,
     requires_cuda,
+    string_says_cuda,
     top_level_imports,
 )
 
@@ -142,7 +143,7 @@ def _is_cuda_string(node: ast.AST) -> bool:
     return (
         isinstance(node, ast.Constant)
         and isinstance(node.value, str)
-        and node.value.split(":")[0] in CUDA_DEVICE_TYPES
+        and string_says_cuda(node.value)
     )
 
 
