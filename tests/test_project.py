@@ -402,7 +402,7 @@ def test_a_call_guarded_by_a_function_that_returns_a_cuda_test_confines_its_call
     index's reading of the caller, as in the guard analysis of its own module."""
     caller = (
         "import torch\n\nfrom pkg.steps import sync\n\n\n"
-        "def can_run(x):\n    return x.is_cuda and torch.version.hip is None\n\n\n"
+        "def can_run(x):\n    return x.is_cuda and x.dim() == 4\n\n\n"
         "def run(x):\n    if can_run(x):\n        sync()\n"
     )
     plain = caller.replace("return x.is_cuda and", "return x.numel() > 4 and")

@@ -57,7 +57,7 @@ from portlint.analysis.walk import children
 from portlint.calls import call_key, definition_key
 from portlint.facts import CUDA_DEVICE_TYPES, CUDA_ONLY_SHARED_LIBRARIES, EXIT_CALLS, OTHER_DEVICES
 from portlint.index.reading import CudaQuestions
-from portlint.platform import is_predicate, names_cuda, names_other_device, requires_cuda
+from portlint.platform import is_predicate, names_cuda, names_other_device, requires_cuda, words
 
 SKIP_IF = {"skipif", "skipIf", "skip_if"}
 SKIP_UNLESS = {"skipUnless", "skip_unless", "skipunless"}
@@ -162,6 +162,7 @@ class GuardAnalysis(GuardTests):
         text = source if source is not None else ""
         self.may_ask_versions = source is None or any(w in text for w in VERSION_TEXT)
         self.may_prefer_accelerator = source is None or "accelerator" in text
+        self.may_launch_itself = source is None or ("__file__" in text and "__main__" in text)
         self.cuda_imports: list[cst.CSTNode] = []  # imports of those libraries in functions
         self.predicates: list[cst.FunctionDef] = []  # functions named as a question about CUDA
         self._guarded_functions: set[cst.FunctionDef] | None = None
@@ -358,9 +359,10 @@ class GuardAnalysis(GuardTests):
         if (
             isinstance(node.operator, cst.And)
             and self._infers("checks")
-            and self.polarity(node.right) == 1
+            and (self.polarity(node.right) == 1 or self._rules_out_rocm(node.right))
             and not self._asks_answering(node.right)
-        ):  # `torch.cuda.is_available() and isinstance(self, CUDABuilder)`: checked together
+        ):  # `torch.cuda.is_available() and isinstance(self, CUDABuilder)`: checked together;
+            # `x.is_cuda and torch.version.hip is None`: a check for NVIDIA's CUDA, not ROCm's
             why = "a check made together with `{code}`"
             self._mark(node.left, Silence("checks", why, node, quoted=node.right))
         if isinstance(node.operator, cst.And) and self._infers("dispatch"):
@@ -398,6 +400,22 @@ class GuardAnalysis(GuardTests):
         for term in terms:
             if self.polarity(term) == -1:
                 self.tests.setdefault(term, Test()).role = DISPATCH
+
+    def _rules_out_rocm(self, test: cst.BaseExpression) -> bool:
+        """``torch.version.hip is None``, ``not is_hip()``, ``not _is_rocm``: beside a CUDA check,
+        the code asks for NVIDIA's CUDA in particular (a kernel ROCm lacks), not for a GPU."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = test.expression
+            name = dotted_name(inner.func if isinstance(inner, cst.Call) else inner) or ""
+            last = name.rsplit(".", 1)[-1]
+            return is_predicate(last) and bool({"hip", "rocm"} & set(words(last)))
+        return (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Is)
+            and is_none(test.comparisons[0].comparator)
+            and dotted_name(test.left) == "torch.version.hip"
+        )
 
     def _asks_answering(self, test: cst.BaseExpression) -> bool:
         """A call of a function found to answer "is this CUDA?" (``_bias_ok(x, b)``): not a
@@ -715,10 +733,35 @@ class GuardAnalysis(GuardTests):
         for callee, call in self.calls:
             if callee in self.functions:
                 self.callers.setdefault(self.functions[callee], []).append(call)
+        if self.may_launch_itself and self._infers("tests"):
+            self._worker_of_own_tests(original_node)
         for value, name in self.saved:
             if name in self.patched and self._infers("checks"):
                 why = f"the original of `{name}`, kept while the module patches it"
                 self._mark(value, Silence("checks", why, value))
+
+    def _worker_of_own_tests(self, module: cst.Module) -> None:
+        """A test module that runs itself as the worker of its own tests (``subprocess.run([
+        sys.executable, __file__, "--worker"])``, the worker called under ``if __name__ ==
+        "__main__":``): where every launch, every use of ``__file__`` outside that block, runs
+        only on CUDA (a test skipped unless CUDA), so does the block, and what only it calls."""
+        mains = [s for s in module.body if isinstance(s, cst.If) and _tests_main(s.test)]
+        if not mains:
+            return
+        launches = [
+            node
+            for node in self.parents
+            if isinstance(node, cst.Name)
+            and node.value == "__file__"
+            and not any(self._under(node, (main,)) for main in mains)
+        ]
+        confined = self.guarded_functions()
+        self._guarded_functions = None  # (found again with the block marked)
+        if not launches or not all(self._within(node, confined) for node in launches):
+            return
+        why = "the module runs it only as the worker of its own tests, which run only on CUDA"
+        for main in mains:
+            self._mark(main.body, Silence("tests", f"{why} (`__file__`)", launches[0]))
 
     # --- Queries --------------------------------------------------------------------------
     def _within(self, node: cst.CSTNode | None, functions: set[cst.FunctionDef]) -> Silence | None:
@@ -837,6 +880,17 @@ def _parameters(parameters: cst.Parameters) -> list[cst.Param]:
     found = [*parameters.posonly_params, *parameters.params, *parameters.kwonly_params]
     found += [p for p in (parameters.star_arg, parameters.star_kwarg) if isinstance(p, cst.Param)]
     return found
+
+
+def _tests_main(test: cst.BaseExpression) -> bool:
+    """``__name__ == "__main__"``."""
+    return (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Equal)
+        and {dotted_name(test.left), *(string_values(test.comparisons[0].comparator) or [])}
+        == {"__name__", "__main__"}
+    )
 
 
 def _may_return(block: cst.BaseSuite) -> bool:

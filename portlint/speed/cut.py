@@ -370,6 +370,10 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
             seeds += found
         if entry.reads_class:
             in_classes += found
+    if "__file__" in source and "__main__" in source:
+        # (A test module that runs itself as its tests' worker: the guard analysis asks whether
+        # every launch of `__file__` runs only on CUDA, which needs each and its callers.)
+        seeds += [u for u in leaves if "__file__" in u.code]
     hits, seeds = list(dict.fromkeys(hits)), list(dict.fromkeys(seeds))
     callers = _closure(leaves, seeds)  # (the seeds among them)
     kept = [*callers, *(u for u in launched if u not in callers)]
