@@ -222,13 +222,15 @@ class _Module:
         position = one.parameters.index(parameter)
         by_position = position < one.positional  # (not keyword-only)
         for call, function, guarded in one.builds:
-            if any(isinstance(a, ast.Starred) for a in call.args) or any(
-                k.arg is None for k in call.keywords
-            ):
-                return False
+            # (Given by its keyword, a parameter is in no `**kwargs` and no `*args` of the call.)
             given = next((k.value for k in call.keywords if k.arg == parameter), None)
-            if given is None and by_position and position < len(call.args):
-                given = call.args[position]
+            if given is None and any(k.arg is None for k in call.keywords):
+                return False
+            if given is None and by_position:
+                if any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
+                    return False
+                if position < len(call.args):
+                    given = call.args[position]
             if given is None:
                 default = one.defaults.get(parameter)
                 if default is None or not _falsy(default):
@@ -314,6 +316,51 @@ def _signature(one: _Class, init: ast.FunctionDef | ast.AsyncFunctionDef) -> Non
     for argument, keyword_default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
         if keyword_default is not None:
             one.defaults[argument.arg] = keyword_default
+
+
+def guarded_imports(tree: ast.Module) -> dict[str, str]:
+    """The names the module imports only under a CUDA check at its top level (``if _is_cuda:
+    from sgl_kernel import silu_and_mul``) and binds nowhere else (but to ``None``), each with
+    what says so: a function that uses one before it can return fails off CUDA, as one that
+    uses a library of the table does (:func:`portlint.platform.library_bindings`)."""
+    guarded: dict[str, str] = {}
+    elsewhere: set[str] = set()
+    for statement in tree.body:
+        said = says_cuda(statement.test) if isinstance(statement, ast.If) else None
+        for arm, cuda in (
+            (getattr(statement, "body", []), True),
+            (getattr(statement, "orelse", []), False),
+        ):
+            for node in arm if said is not None else ():
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and said is cuda:
+                    module = getattr(node, "module", None) or node.names[0].name
+                    test = ast.unparse(statement.test)  # type: ignore[attr-defined]
+                    for alias in node.names:
+                        name = (alias.asname or alias.name).partition(".")[0]
+                        guarded[name] = (
+                            f"`{module}`, imported only under `if {test}:` (line {statement.lineno})"
+                        )
+                else:
+                    elsewhere.update(_bound_here(node))
+        if said is None:
+            elsewhere.update(_bound_here(statement))
+    return {name: why for name, why in guarded.items() if name not in elsewhere}
+
+
+def _bound_here(statement: ast.stmt) -> set[str]:
+    """The names a module-level statement binds (at any depth of its blocks), but to ``None``."""
+    bound: set[str] = set()
+    for node in ast.walk(statement):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).partition(".")[0] for a in node.names)
+        elif isinstance(node, (*FUNCTIONS, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+    for target, value in _assignments(statement):
+        if isinstance(target, ast.Name) and _falsy(value):
+            bound.discard(target.id)
+    return bound
 
 
 def cuda_only_values(tree: ast.Module) -> frozenset[str]:

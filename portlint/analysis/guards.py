@@ -126,8 +126,9 @@ class GuardAnalysis(GuardTests):
         (:class:`portlint.index.reading.CudaQuestions`): a call of one that answers is a guard
         (the checks in it are judged where they are, as any other check), and the rest of the
         block after a call of one that requires CUDA runs only there.
-        ``library_names``: the names its own code binds to one of ``libraries``, with the
-        library (:func:`portlint.platform.library_bindings`).
+        ``library_names``: the names its own code binds only where CUDA is — to one of
+        ``libraries`` (:func:`portlint.platform.library_bindings`), or by an import under a CUDA
+        check (:func:`portlint.analysis.cuda_values.guarded_imports`) — each with what says so.
         ``cuda_values``: the names that hold only a CUDA-only thing or nothing, read from the
         whole module (:func:`portlint.analysis.cuda_values.cuda_only_values`)."""
         super().__init__()
@@ -665,7 +666,7 @@ class GuardAnalysis(GuardTests):
                 used = self._library_name_in(statement, parameters)
                 if used is not None:
                     name, library = used
-                    why = f"the function uses `{name}` of `{library}` (which exists only for NVIDIA or AMD GPUs) before it can return"
+                    why = f"the function uses `{name}` of {library} before it can return"
                     self._mark(function.body, Silence("imports", why, statement))
                     return
             if _may_leave(statement):
