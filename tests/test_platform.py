@@ -165,3 +165,19 @@ def test_show_silenced_gives_each_silenced_finding_its_reason_and_line(tmp_path)
     ]
     refused = run_cli("check", "pkg", "--show-silenced", "--output-format", "junit", cwd=tmp_path)
     assert refused.returncode == 2 and "--show-silenced works with" in refused.stderr
+
+
+def test_a_guard_on_a_value_made_only_on_cuda_says_which_value(tmp_path):
+    source = (
+        "import torch\nfrom pkg.platform import is_cuda\n\n\nclass Block:\n"
+        "    def __init__(self):\n        self.side = torch.cuda.Stream() if is_cuda() else None\n\n"
+        "    def forward(self):\n        if self.side is not None:\n"
+        "            torch.cuda.synchronize()\n"
+    )
+    tree(tmp_path, {"pkg/block.py": source})
+    result = run_cli("check", "pkg", "--no-cache", "--show-silenced", cwd=tmp_path)
+    lines = result.stdout.splitlines()
+    assert lines[lines.index(next(x for x in lines if x.startswith("pkg/block.py:11:13"))) + 1] == (
+        "    guard: `if self.side is not None:`, where `self.side` holds something only on CUDA "
+        "(else None or False) (line 10)"
+    )

@@ -173,8 +173,26 @@ class GuardAnalysis(GuardTests):
         self.marked.setdefault(node, silence)
 
     def _guard(self, test: cst.BaseExpression, shown: cst.CSTNode, text: str) -> Silence:
-        """A guard's reason: ``text`` quotes the test as ``{code}``."""
+        """A guard's reason: ``text`` quotes the test as ``{code}``, and names what the test reads
+        that holds something only where CUDA is (``self.alt_stream``, made only on CUDA)."""
+        held = self._held_in(test) if self.cuda_only_values else []
+        if held:
+            names = ", ".join(f"`{name}`" for name in held)
+            text += f", where {names} holds something only on CUDA (else None or False)"
         return Silence("guard", text, shown, test, test)
+
+    def _held_in(self, test: cst.CSTNode) -> list[str]:
+        found: list[str] = []
+        pending = [test]
+        while pending:
+            node = pending.pop()
+            name = dotted_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+            if name is not None:
+                if name in self.cuda_only_values and name not in found:
+                    found.append(name)
+            elif not isinstance(node, cst.Call):  # (not what a call is given)
+                pending.extend(children(node))
+        return found
 
     def _rest_of_block(self, statement: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
         block = self.get_metadata(ParentProvider, statement, None)
@@ -845,6 +863,25 @@ class GuardAnalysis(GuardTests):
                 return silence
         return None
 
+    def _tested_only_as_requirement(self, value: cst.CSTNode) -> str | None:
+        """The name ``value`` (a check) is bound to, where every use of the name is in the test
+        of a requirement or a dispatch (``_HAS_CUDA = torch.cuda.is_available()``, then only
+        ``@unittest.skipUnless(_HAS_CUDA and ..., ...)``): the check confines, as there."""
+        names = [name for name, values in self.bound.items() if value in values]
+        if len(names) != 1 or "." in names[0]:
+            return None
+        required = [t for t, r in self.tests.items() if r.role in (REQUIREMENT, DISPATCH)]
+        uses = [
+            node
+            for node in self.parents
+            if isinstance(node, cst.Name)
+            and node.value == names[0]
+            and not isinstance(self.parents.get(node), cst.AssignTarget)
+        ]
+        if uses and all(self._under(use, tuple(required)) for use in uses):
+            return names[0]
+        return None
+
     def answer(self, node: cst.CSTNode) -> Silence | None:
         """Why a check at ``node`` is the answer of a predicate named for CUDA
         (``def is_cuda_available(): ...``), if it is."""
@@ -869,6 +906,10 @@ class GuardAnalysis(GuardTests):
         }
         if (test in cuda_tests or test in held) and not role.cpu_otherwise:
             why = "the check that confines CUDA-only code: `{code}`"
+            return Silence("checks", why, test, quoted=test)
+        required = self._tested_only_as_requirement(test)
+        if required is not None:
+            why = f"held in `{required}`, tested only as a requirement of CUDA or in a dispatch over devices: `{{code}}`"
             return Silence("checks", why, test, quoted=test)
         paths = role.tensor_paths
         if paths and not any(self._under(pick, paths) for pick in device_picks):
