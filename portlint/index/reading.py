@@ -258,11 +258,18 @@ def _answers_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     exits = [s for s in function.body if _exits_unless_cuda(s) and _falsy_exit(s)]
     after = (exits[0].end_lineno or exits[0].lineno) if exits else None
     answered = False  # (a return that says more than one question does)
-    for value, line in _returns_of(function.body):
+    returns = list(_returns_of(function.body))
+    # After the exit, a `return True` answers more than the one question where the function
+    # may also answer no after it (`return False` unless a kernel loads), not where it only
+    # passes the exit's answer on (`if not torch.cuda.is_available(): return False; return True`).
+    asks_more = after is not None and any(
+        line > after and (value is None or _is_falsy_constant(value)) for value, line in returns
+    )
+    for value, line in returns:
         if value is None or _is_falsy_constant(value):
             continue
         if after is not None and line > after:
-            answered = answered or not isinstance(value, ast.Constant)
+            answered = answered or not isinstance(value, ast.Constant) or asks_more
         elif says_cuda(value) is True:
             answered = answered or not _one_query(value)
         else:
