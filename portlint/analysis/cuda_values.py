@@ -33,10 +33,19 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from portlint.index.reading import dotted, says_cuda
+from portlint.index.reading import LEAF_TYPES, dotted, says_cuda, subclasses
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+LOCAL_SCOPES = frozenset((ast.Lambda, *COMPREHENSIONS))  # (names they store are theirs)
+STATEMENTS = frozenset(subclasses(ast.stmt))
+# The fields of each node type that may hold nodes (read once per type: a scan is per node).
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _fields(kind: type) -> tuple[str, ...]:
+    _FIELDS[kind] = tuple(f for f in kind._fields if f != "ctx")  # type: ignore[attr-defined]
+    return _FIELDS[kind]
 
 
 @dataclass
@@ -85,9 +94,11 @@ class _Module:
                 parent = self.classes.get(dotted(base) or "")
                 if parent is not None:
                     parent.escapes = True
+            self._scan_definition(one.node, None, False)
             for member in one.node.body:
                 if isinstance(member, FUNCTIONS):
                     self.owner[member] = one
+                    self._scan_definition(member, None, False)
                     self._function(member)
                     if member.name == "__init__":
                         _signature(one, member)
@@ -104,40 +115,75 @@ class _Module:
         self.parameters[function] = {a.arg for a in names}
         self._block(function.body, function, False)
 
-    def _bindings(self, statement: ast.stmt, function: ast.AST | None) -> None:
-        """What ``statement`` binds otherwise than by ``name = value``, and the attributes it
-        assigns on other objects than ``self``."""
+    def _scan(self, statement: ast.stmt, function: ast.AST | None, guarded: bool) -> None:
+        """What ``statement`` itself holds (not the statements of its blocks, read on their own):
+        what it binds otherwise than by ``name = value`` (an import, a ``for``, an unpacking,
+        ``except ... as``), the attributes it assigns on other objects than ``self``, and the
+        module's classes it names: a call of one is a build of it, any other mention (but
+        ``C.x`` and ``isinstance(y, C)``) lets it escape."""
         unknown = self.unknown[function]
         simple = {id(t) for t, _ in _assignments(statement) if isinstance(t, ast.Name)}
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             unknown.update((a.asname or a.name).partition(".")[0] for a in statement.names)
-        elif isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
-            unknown.add(statement.name)
             return
-        for inner in _own_nodes(statement):
-            if isinstance(inner, ast.Name) and not isinstance(inner.ctx, ast.Load):
-                if id(inner) not in simple:
-                    unknown.add(inner.id)
-            elif isinstance(inner, ast.Attribute) and not isinstance(inner.ctx, ast.Load):
-                if not (isinstance(inner.value, ast.Name) and inner.value.id == "self"):
-                    self.foreign.add(inner.attr)
-            elif isinstance(inner, ast.ExceptHandler) and inner.name:
-                unknown.add(inner.name)
+        harmless: set[int] = set()
+        # (node, whether a name it stores is bound here: not in a lambda or a comprehension)
+        pending: list[tuple[ast.AST, bool]] = [(statement, True)]
+        while pending:
+            node, here = pending.pop()
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                one = self.classes.get(node.func.id)
+                if one is not None:
+                    one.builds.append((node, function, guarded))
+                    harmless.add(id(node.func))
+                elif node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+                    kinds = node.args[1]
+                    harmless.update(map(id, getattr(kinds, "elts", [kinds])))
+                elif node.func.id == "cls" and function in self.owner:
+                    self.owner[function].escapes = True  # a classmethod builds its class
+            elif isinstance(node, ast.Attribute):
+                harmless.add(id(node.value))
+                on_self = isinstance(node.value, ast.Name) and node.value.id == "self"
+                if here and not isinstance(node.ctx, ast.Load) and not on_self:
+                    self.foreign.add(node.attr)
+            elif isinstance(node, ast.Name):
+                if isinstance(node.ctx, ast.Load):
+                    one = self.classes.get(node.id)
+                    if one is not None and id(node) not in harmless:
+                        one.escapes = True
+                elif here and id(node) not in simple:
+                    unknown.add(node.id)
+            elif isinstance(node, ast.ExceptHandler) and node.name and here:
+                unknown.add(node.name)
+            for name in _FIELDS.get(node.__class__) or _fields(node.__class__):
+                value = getattr(node, name, None)
+                for child in value if value.__class__ is list else (value,):
+                    kind = child.__class__
+                    if (
+                        kind not in LEAF_TYPES
+                        and kind not in STATEMENTS
+                        and isinstance(child, ast.AST)
+                    ):
+                        pending.append((child, here and kind not in LOCAL_SCOPES))
 
     def _block(self, body: list[ast.stmt], function: ast.AST | None, guarded: bool) -> None:
         for statement in body:
             self._statement(statement, function, guarded)
 
     def _statement(self, statement: ast.stmt, function: ast.AST | None, guarded: bool) -> None:
-        self._bindings(statement, function)
-        if isinstance(statement, FUNCTIONS):
-            if function is None and statement not in self.owner:
+        if isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
+            self.unknown[function].add(statement.name)
+            if (
+                function is None
+                and isinstance(statement, FUNCTIONS)
+                and statement not in self.owner
+            ):
+                self._scan_definition(statement, None, guarded)
                 self._function(statement)  # a top-level function (methods: read with classes)
-            else:
-                self._expressions(statement, function, guarded)
-            return
-        if isinstance(statement, ast.ClassDef):
-            return  # (a top-level class: read with the others; one inside a function: not)
+            elif function is not None:
+                self._expressions(statement, function, guarded)  # (all of it: rare)
+            return  # (a top-level class: read with the others)
+        self._scan(statement, function, guarded)
         if isinstance(statement, ast.Global):
             self.globals.update(statement.names)
         for target, value in _assignments(statement):
@@ -149,7 +195,6 @@ class _Module:
                 self.locals[function][target.id].append((value, guarded))
         if isinstance(statement, ast.If):
             said = says_cuda(statement.test)
-            self._expressions(statement.test, function, guarded)
             self._block(statement.body, function, guarded or said is True)
             self._block(statement.orelse, function, guarded or said is False)
             return
@@ -157,13 +202,20 @@ class _Module:
             self._block(getattr(statement, name, []), function, guarded)
         for handler in getattr(statement, "handlers", []):
             self._block(handler.body, function, guarded)
-        for name in ("value", "test", "iter", "items", "targets", "target", "exc", "msg"):
-            part = getattr(statement, name, None)
-            if isinstance(part, list):
-                for item in part:
-                    self._expressions(item, function, guarded)
-            elif isinstance(part, ast.AST):
-                self._expressions(part, function, guarded)
+
+    def _scan_definition(
+        self, definition: ast.stmt, function: ast.AST | None, guarded: bool
+    ) -> None:
+        """The decorators, bases and defaults of a definition: where it is defined, they run."""
+        arguments = getattr(definition, "args", None)
+        parts = [
+            *getattr(definition, "decorator_list", []),
+            *getattr(definition, "bases", []),
+            *(arguments.defaults if arguments else []),
+            *(d for d in (arguments.kw_defaults if arguments else []) if d is not None),
+        ]
+        for part in parts:
+            self._expressions(part, function, guarded)
 
     def _expressions(self, node: ast.AST, function: ast.AST | None, guarded: bool) -> None:
         """The module's classes named in ``node``: each call of one is a build of it; any other
@@ -292,19 +344,6 @@ def _produces(values: Iterator[ast.expr]) -> bool:
     return not all(_falsy(value) for value in values)
 
 
-def _own_nodes(statement: ast.stmt) -> Iterator[ast.AST]:
-    """The nodes of ``statement`` itself: not those of the statements in its blocks (read as
-    statements of their own), nor of the lambdas and comprehensions in it, which bind their own
-    names."""
-    pending: list[ast.AST] = [statement]
-    while pending:
-        node = pending.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.stmt, ast.Lambda, *COMPREHENSIONS)):
-                pending.append(child)
-
-
 def _signature(one: _Class, init: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
     arguments = init.args
     positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)][1:]
@@ -324,49 +363,103 @@ def guarded_imports(tree: ast.Module) -> dict[str, str]:
     what says so: a function that uses one before it can return fails off CUDA, as one that
     uses a library of the table does (:func:`portlint.platform.library_bindings`)."""
     guarded: dict[str, str] = {}
+    checks: list[ast.If] = []
+    for statement in tree.body:
+        if not isinstance(statement, ast.If):
+            continue
+        said = says_cuda(statement.test)
+        if said is None:
+            continue
+        for node in statement.body if said else statement.orelse:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                module = getattr(node, "module", None) or node.names[0].name
+                test = ast.unparse(statement.test)
+                for alias in node.names:
+                    name = (alias.asname or alias.name).partition(".")[0]
+                    guarded[name] = (
+                        f"`{module}`, imported only under `if {test}:` (line {statement.lineno})"
+                    )
+                checks.append(statement)
+    if not guarded:
+        return guarded  # (most modules: nothing more to read)
     elsewhere: set[str] = set()
     for statement in tree.body:
-        said = says_cuda(statement.test) if isinstance(statement, ast.If) else None
-        for arm, cuda in (
-            (getattr(statement, "body", []), True),
-            (getattr(statement, "orelse", []), False),
-        ):
-            for node in arm if said is not None else ():
-                if isinstance(node, (ast.Import, ast.ImportFrom)) and said is cuda:
-                    module = getattr(node, "module", None) or node.names[0].name
-                    test = ast.unparse(statement.test)  # type: ignore[attr-defined]
-                    for alias in node.names:
-                        name = (alias.asname or alias.name).partition(".")[0]
-                        guarded[name] = (
-                            f"`{module}`, imported only under `if {test}:` (line {statement.lineno})"
-                        )
-                else:
-                    elsewhere.update(_bound_here(node))
-        if said is None:
-            elsewhere.update(_bound_here(statement))
+        if not (isinstance(statement, ast.If) and statement in checks):
+            elsewhere |= _bound_here(statement)
+            continue
+        said = says_cuda(statement.test)
+        for node in statement.orelse if said else statement.body:
+            elsewhere |= _bound_here(node)
+        for node in statement.body if said else statement.orelse:
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                elsewhere |= _bound_here(node)
     return {name: why for name, why in guarded.items() if name not in elsewhere}
 
 
 def _bound_here(statement: ast.stmt) -> set[str]:
-    """The names a module-level statement binds (at any depth of its blocks), but to ``None``."""
+    """The names a module-level statement binds in the module (in its blocks too, not in the
+    functions and classes it defines), but to ``None``."""
     bound: set[str] = set()
-    for node in ast.walk(statement):
+    pending: list[ast.AST] = [statement]
+    while pending:
+        node = pending.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             bound.update((a.asname or a.name).partition(".")[0] for a in node.names)
         elif isinstance(node, (*FUNCTIONS, ast.ClassDef)):
             bound.add(node.name)
+            continue
         elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             bound.add(node.id)
+        pending.extend(ast.iter_child_nodes(node))
     for target, value in _assignments(statement):
         if isinstance(target, ast.Name) and _falsy(value):
             bound.discard(target.id)
     return bound
 
 
+def _makes_any(body: list[ast.stmt], guarded: bool = False, scope: str = "module") -> bool:
+    """Whether a block assigns a CUDA-only thing (``a if <CUDA> else None``, or anything under a
+    CUDA check) to what this module reads across functions: ``self.x``, a module-level name, or
+    a local of an ``__init__`` (which builds the layers it is handed to). Statements only are
+    walked (cheap): most modules have none, and then nothing more is read."""
+    for statement in body:
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            value = statement.value
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            shared = scope != "function" or any(
+                (dotted(t) or "").startswith("self.") for t in targets
+            )
+            if shared and (
+                guarded or (isinstance(value, ast.IfExp) and says_cuda(value.test) is not None)
+            ):
+                return True
+        elif isinstance(statement, ast.If):
+            said = says_cuda(statement.test)
+            if _makes_any(statement.body, guarded or said is True, scope):
+                return True
+            if _makes_any(statement.orelse, guarded or said is False, scope):
+                return True
+        elif isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
+            inner = "class" if isinstance(statement, ast.ClassDef) else "function"
+            inner = "init" if getattr(statement, "name", "") == "__init__" else inner
+            if _makes_any(statement.body, False, inner):
+                return True
+        else:
+            for name in ("body", "orelse", "finalbody"):
+                if _makes_any(getattr(statement, name, []), guarded, scope):
+                    return True
+            for handler in getattr(statement, "handlers", []):
+                if _makes_any(handler.body, guarded, scope):
+                    return True
+    return False
+
+
 def cuda_only_values(tree: ast.Module) -> frozenset[str]:
     """The names of ``tree`` that hold only a CUDA-only thing or nothing (see the module's
     docstring): ``self.x`` attributes, as the guard analysis names them, and module-level
     flags."""
+    if not _makes_any(tree.body):
+        return frozenset()
     module = _Module(tree)
     module.solve()
     return module.names()

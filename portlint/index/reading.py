@@ -614,18 +614,18 @@ def stream_helpers(tree: ast.Module) -> list[str]:
     return found
 
 
-def _subclasses(kind: type) -> Iterator[type]:
+def subclasses(kind: type) -> Iterator[type]:
     yield kind
     sub: type
     for sub in kind.__subclasses__():
-        yield from _subclasses(sub)
+        yield from subclasses(sub)
 
 
 # Nodes with nothing the reader records below them, by their exact types.
 LEAF_TYPES = frozenset(
     kind
     for leaf in (ast.expr_context, ast.Constant, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)
-    for kind in _subclasses(leaf)
+    for kind in subclasses(leaf)
 )
 
 
