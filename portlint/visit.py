@@ -254,7 +254,7 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
             for name, library in library_bindings(job.tree, settings.cuda_only_imports).items()
         }
         | guarded_imports(job.tree),
-        cuda_only_values(job.tree),
+        cuda_only_values(job.tree, job.source),
     )
     wrapper.visit_batched([*visitors, guards])
     positions = wrapper.resolve(PositionProvider)

@@ -29,6 +29,7 @@ prove nothing. A cycle proves nothing either (the fixpoint starts from nothing p
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -75,8 +76,11 @@ def _assignments(statement: ast.stmt) -> Iterator[tuple[ast.expr, ast.expr]]:
 
 
 class _Module:
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, source: str) -> None:
         self.classes = {s.name: _Class(s) for s in tree.body if isinstance(s, ast.ClassDef)}
+        self.lines = source.splitlines(keepends=True)
+        names = "|".join(map(re.escape, self.classes))
+        self.class_names = re.compile(rf"\b(?:{names})\b") if names else None
         # function (None: the module) -> name -> (value, under a CUDA guard)
         self.locals: dict[ast.AST | None, dict[str, list[tuple[ast.expr, bool]]]] = defaultdict(
             lambda: defaultdict(list)
@@ -120,12 +124,55 @@ class _Module:
         what it binds otherwise than by ``name = value`` (an import, a ``for``, an unpacking,
         ``except ... as``), the attributes it assigns on other objects than ``self``, and the
         module's classes it names: a call of one is a build of it, any other mention (but
-        ``C.x`` and ``isinstance(y, C)``) lets it escape."""
+        ``C.x`` and ``isinstance(y, C)``) lets it escape. Its expressions are walked only where
+        its text names a class of the module, or binds by ``:=`` (a walk is the cost)."""
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            self.unknown[function].update(
+                (a.asname or a.name).partition(".")[0] for a in statement.names
+            )
+            return
+        text = self._text(statement)
+        if ":=" in text or (self.class_names is not None and self.class_names.search(text)):
+            self._walk(statement, function, guarded)
+        else:
+            self._targets(statement, function)
+
+    def _text(self, statement: ast.stmt) -> str:
+        return "".join(self.lines[statement.lineno - 1 : statement.end_lineno])
+
+    def _targets(self, statement: ast.stmt, function: ast.AST | None) -> None:
+        """:meth:`_scan` of a statement that names no class: its bindings, from its targets."""
+        unknown = self.unknown[function]
+        targets: list[ast.AST] = []
+        if isinstance(statement, ast.Assign):
+            targets += [t for t in statement.targets if not isinstance(t, ast.Name)]
+        elif isinstance(statement, ast.Delete):
+            targets += statement.targets
+        elif isinstance(statement, (ast.AugAssign, ast.For, ast.AsyncFor)) or (
+            isinstance(statement, ast.AnnAssign) and not isinstance(statement.target, ast.Name)
+        ):
+            targets.append(statement.target)
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            targets += [i.optional_vars for i in statement.items if i.optional_vars is not None]
+        for handler in getattr(statement, "handlers", []):
+            if handler.name:
+                unknown.add(handler.name)
+        while targets:
+            target = targets.pop()
+            if isinstance(target, ast.Name):
+                unknown.add(target.id)
+            elif isinstance(target, ast.Attribute):
+                if not (isinstance(target.value, ast.Name) and target.value.id == "self"):
+                    self.foreign.add(target.attr)
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                targets.extend(target.elts)
+            elif isinstance(target, ast.Starred):
+                targets.append(target.value)
+
+    def _walk(self, statement: ast.stmt, function: ast.AST | None, guarded: bool) -> None:
+        """:meth:`_scan` by a walk of the statement's own expressions."""
         unknown = self.unknown[function]
         simple = {id(t) for t, _ in _assignments(statement) if isinstance(t, ast.Name)}
-        if isinstance(statement, (ast.Import, ast.ImportFrom)):
-            unknown.update((a.asname or a.name).partition(".")[0] for a in statement.names)
-            return
         harmless: set[int] = set()
         # (node, whether a name it stores is bound here: not in a lambda or a comprehension)
         pending: list[tuple[ast.AST, bool]] = [(statement, True)]
@@ -454,12 +501,12 @@ def _makes_any(body: list[ast.stmt], guarded: bool = False, scope: str = "module
     return False
 
 
-def cuda_only_values(tree: ast.Module) -> frozenset[str]:
+def cuda_only_values(tree: ast.Module, source: str) -> frozenset[str]:
     """The names of ``tree`` that hold only a CUDA-only thing or nothing (see the module's
     docstring): ``self.x`` attributes, as the guard analysis names them, and module-level
     flags."""
     if not _makes_any(tree.body):
         return frozenset()
-    module = _Module(tree)
+    module = _Module(tree, source)
     module.solve()
     return module.names()
