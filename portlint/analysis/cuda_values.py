@@ -178,29 +178,14 @@ class _Module:
         pending: list[tuple[ast.AST, bool]] = [(statement, True)]
         while pending:
             node, here = pending.pop()
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                one = self.classes.get(node.func.id)
-                if one is not None:
-                    one.builds.append((node, function, guarded))
-                    harmless.add(id(node.func))
-                elif node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
-                    kinds = node.args[1]
-                    harmless.update(map(id, getattr(kinds, "elts", [kinds])))
-                elif node.func.id == "cls" and function in self.owner:
-                    self.owner[function].escapes = True  # a classmethod builds its class
-            elif isinstance(node, ast.Attribute):
-                harmless.add(id(node.value))
-                on_self = isinstance(node.value, ast.Name) and node.value.id == "self"
-                if here and not isinstance(node.ctx, ast.Load) and not on_self:
+            self._mention(node, function, guarded, harmless)
+            stored = here and not isinstance(getattr(node, "ctx", None), ast.Load)
+            if stored and isinstance(node, ast.Attribute):
+                if not (isinstance(node.value, ast.Name) and node.value.id == "self"):
                     self.foreign.add(node.attr)
-            elif isinstance(node, ast.Name):
-                if isinstance(node.ctx, ast.Load):
-                    one = self.classes.get(node.id)
-                    if one is not None and id(node) not in harmless:
-                        one.escapes = True
-                elif here and id(node) not in simple:
-                    unknown.add(node.id)
-            elif isinstance(node, ast.ExceptHandler) and node.name and here:
+            elif stored and isinstance(node, ast.Name) and id(node) not in simple:
+                unknown.add(node.id)
+            elif here and isinstance(node, ast.ExceptHandler) and node.name:
                 unknown.add(node.name)
             for name in _FIELDS.get(node.__class__) or _fields(node.__class__):
                 value = getattr(node, name, None)
@@ -265,26 +250,33 @@ class _Module:
             self._expressions(part, function, guarded)
 
     def _expressions(self, node: ast.AST, function: ast.AST | None, guarded: bool) -> None:
-        """The module's classes named in ``node``: each call of one is a build of it; any other
-        mention lets it escape."""
-        harmless: set[int] = set()  # names that build, or only ask: `C.x`, `isinstance(y, C)`
+        """The module's classes named anywhere in ``node`` (:meth:`_mention`)."""
+        harmless: set[int] = set()
         for inner in ast.walk(node):
-            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name):
-                one = self.classes.get(inner.func.id)
-                if one is not None:
-                    one.builds.append((inner, function, guarded))
-                    harmless.add(id(inner.func))
-                elif inner.func.id in ("isinstance", "issubclass") and len(inner.args) == 2:
-                    kinds = inner.args[1]
-                    harmless.update(map(id, getattr(kinds, "elts", [kinds])))
-                elif inner.func.id == "cls" and function in self.owner:
-                    self.owner[function].escapes = True  # a classmethod builds its class
-            elif isinstance(inner, ast.Attribute):
-                harmless.add(id(inner.value))
-            elif isinstance(inner, ast.Name) and id(inner) not in harmless:
-                one = self.classes.get(inner.id)
-                if one is not None and isinstance(inner.ctx, ast.Load):
-                    one.escapes = True
+            self._mention(inner, function, guarded, harmless)
+
+    def _mention(
+        self, node: ast.AST, function: ast.AST | None, guarded: bool, harmless: set[int]
+    ) -> None:
+        """A class of the module named by ``node``, met before its children: a call of one is a
+        build of it; any other mention lets it escape, but those ``harmless`` collects (the
+        callee of a build, ``C.x``, ``isinstance(y, C)``)."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            one = self.classes.get(node.func.id)
+            if one is not None:
+                one.builds.append((node, function, guarded))
+                harmless.add(id(node.func))
+            elif node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+                kinds = node.args[1]
+                harmless.update(map(id, getattr(kinds, "elts", [kinds])))
+            elif node.func.id == "cls" and function in self.owner:
+                self.owner[function].escapes = True  # a classmethod builds its class
+        elif isinstance(node, ast.Attribute):
+            harmless.add(id(node.value))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            one = self.classes.get(node.id)
+            if one is not None and id(node) not in harmless:
+                one.escapes = True
 
     # --- Proving ------------------------------------------------------------------------------
     def solve(self) -> None:
