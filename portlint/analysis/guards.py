@@ -167,6 +167,7 @@ class GuardAnalysis(GuardTests):
         self.cuda_imports: list[cst.CSTNode] = []  # imports of those libraries in functions
         self.predicates: list[cst.FunctionDef] = []  # functions named as a question about CUDA
         self._guarded_functions: set[cst.FunctionDef] | None = None
+        self._name_uses: dict[str, list[cst.Name]] | None = None  # bound names, where read
 
     # --- Recording guarded code ------------------------------------------------------------
     def _mark(self, node: cst.CSTNode, silence: Silence) -> None:
@@ -870,15 +871,18 @@ class GuardAnalysis(GuardTests):
         names = [name for name, values in self.bound.items() if value in values]
         if len(names) != 1 or "." in names[0]:
             return None
-        required = [t for t, r in self.tests.items() if r.role in (REQUIREMENT, DISPATCH)]
-        uses = [
-            node
-            for node in self.parents
-            if isinstance(node, cst.Name)
-            and node.value == names[0]
-            and not isinstance(self.parents.get(node), cst.AssignTarget)
-        ]
-        if uses and all(self._under(use, tuple(required)) for use in uses):
+        if self._name_uses is None:  # (once per module, and only where it is asked)
+            self._name_uses = {}
+            for node in self.parents:
+                if (
+                    isinstance(node, cst.Name)
+                    and node.value in self.bound
+                    and not isinstance(self.parents.get(node), cst.AssignTarget)
+                ):
+                    self._name_uses.setdefault(node.value, []).append(node)
+        uses = self._name_uses.get(names[0], [])
+        required = tuple(t for t, r in self.tests.items() if r.role in (REQUIREMENT, DISPATCH))
+        if uses and all(self._under(use, required) for use in uses):
             return names[0]
         return None
 

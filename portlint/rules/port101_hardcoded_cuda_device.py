@@ -332,6 +332,10 @@ class HardcodedCudaDevice(Rule):
         return False
 
     def visit_Call(self, node: cst.Call) -> None:
+        # (Each finding below is a CUDA device literal given as an argument: other calls, most
+        # of them, are not looked at further, and test doubles only where one is.)
+        if not any(is_cuda_device_literal(arg.value) for arg in node.args):
+            return
         if self._mock_data(node):
             return
         if resolves_to(self, node.func, TORCH_DEVICE):
