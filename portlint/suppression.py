@@ -88,11 +88,17 @@ CUDA_WAIVER = re.compile(
 _WAIVER_TEXT = re.compile(r"(?:ignore|allow)[-_ ]?cuda|cuda[-_ ]?(?:ok|only|allowed)", re.I)
 
 
-def cuda_waiver_lines(source: str) -> dict[int, str]:
-    """The lines whose comment waives CUDA by name (:data:`CUDA_WAIVER`), with the comment."""
-    if not _WAIVER_TEXT.search(source):
+def cuda_waiver_lines(source: str, wanted: set[int]) -> dict[int, str]:
+    """Those of the lines ``wanted`` whose comment waives CUDA by name (:data:`CUDA_WAIVER`),
+    with the comment. (The file is tokenized only where one of those lines names a waiver.)"""
+    lines = split_lines(source)
+    if not any(_WAIVER_TEXT.search(lines[n - 1]) for n in wanted if 0 < n <= len(lines)):
         return {}
-    return {line: text.strip() for line, _, text in _comments(source) if CUDA_WAIVER.match(text)}
+    return {
+        line: text.strip()
+        for line, _, text in _comments(source)
+        if line in wanted and CUDA_WAIVER.match(text)
+    }
 
 
 def noqa_lines(source: str) -> set[int]:

@@ -124,7 +124,9 @@ def _waived(
     if "waivers" in settings.platform_inferences:
         lines = {
             line: f"the line's comment `{text}` waives CUDA"
-            for line, text in cuda_waiver_lines(source).items()
+            for line, text in cuda_waiver_lines(
+                source, {v.line for v in violations if v.code in GUARDABLE}
+            ).items()
         }
     if settings.noqa_markers:
         for line, marker in marker_lines(source, settings.noqa_markers).items():
@@ -152,6 +154,10 @@ def _violations(job: _Job, rules: list[type[Rule]]) -> list[Violation]:
         cut = slice_source(source, tree, [rule.entry() for rule in rules])
         if cut is NOTHING:
             return []
+        if cut is not None and cut.idle:
+            rules = [rule for rule in rules if rule.name not in cut.idle]
+            if not rules:
+                return []
     parse = parse_unvalidated if job.speedups else cst.parse_module
     if cut is not None:
         try:

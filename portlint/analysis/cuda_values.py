@@ -125,11 +125,16 @@ class _Module:
         ``except ... as``), the attributes it assigns on other objects than ``self``, and the
         module's classes it names: a call of one is a build of it, any other mention (but
         ``C.x`` and ``isinstance(y, C)``) lets it escape. Its expressions are walked only where
-        its text names a class of the module, or binds by ``:=`` (a walk is the cost)."""
+        its text names a class of the module, or binds by ``:=`` (a walk is the cost); a compound
+        statement's always (the walk reads its header, not its blocks: their text would be read
+        again for each statement in them)."""
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             self.unknown[function].update(
                 (a.asname or a.name).partition(".")[0] for a in statement.names
             )
+            return
+        if hasattr(statement, "body"):  # (a compound statement: its own part is its header)
+            self._walk(statement, function, guarded)
             return
         text = self._text(statement)
         if ":=" in text or (self.class_names is not None and self.class_names.search(text)):
@@ -457,8 +462,8 @@ def _bound_here(statement: ast.stmt) -> set[str]:
 
 
 def _makes_any(body: list[ast.stmt], guarded: bool = False, scope: str = "module") -> bool:
-    """Whether a block assigns a CUDA-only thing (``a if <CUDA> else None``, or anything under a
-    CUDA check) to what this module reads across functions: ``self.x``, a module-level name, or
+    """Whether a block assigns a CUDA-only thing (``a if <CUDA> else None``, or anything but
+    ``None``/``False`` under a CUDA check) to what this module reads across functions: ``self.x``, a module-level name, or
     a local of an ``__init__`` (which builds the layers it is handed to). Statements only are
     walked (cheap): most modules have none, and then nothing more is read."""
     for statement in body:
@@ -469,7 +474,8 @@ def _makes_any(body: list[ast.stmt], guarded: bool = False, scope: str = "module
                 (dotted(t) or "").startswith("self.") for t in targets
             )
             if shared and (
-                guarded or (isinstance(value, ast.IfExp) and says_cuda(value.test) is not None)
+                (guarded and value is not None and not _falsy(value))
+                or (isinstance(value, ast.IfExp) and says_cuda(value.test) is not None)
             ):
                 return True
         elif isinstance(statement, ast.If):

@@ -274,6 +274,8 @@ class Slice:
     text: str  # the source without the dropped lines
     statements: list[ast.stmt]  # the top-level statements still in it (a dropped unit is gone)
     lines: list[int]  # the line of the source that each line of ``text`` is (see source_line)
+    # The rules (by name) that can report nowhere in the file: kept in it by the others only.
+    idle: frozenset[str] = frozenset()
 
 
 def _mentions(text: str, triggers: tuple[str, ...], aliases: re.Pattern | None) -> bool:
@@ -341,8 +343,10 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
     ]
     module = _Module(source, statements)
     # The nine PORT4xx rules differ in name only: one test for them all.
-    entries = list({_unnamed(entry): entry for entry in entries}.values())
+    named, entries = entries, list({_unnamed(entry): entry for entry in entries}.values())
     tests = {entry: _Test(entry, module) for entry in entries}
+    idle: set[Entry] = set()  # (unnamed)
+    outside = functools.cache(lambda: _outside(lines, leaves, tree))  # (before lines are dropped)
     # What keeps a function's body: code a rule may report on, or a kernel defined in it.
     body_tests = [test for entry, test in tests.items() if not entry.at_launches]
     hits: list[Unit] = []
@@ -360,11 +364,15 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
             launchers = [
                 u for u in leaves if test(u.code) and any(u.start <= n <= u.end for n in launches)
             ]
-            if launchers or test(_outside(lines, leaves, tree)):
+            if launchers or test(outside()):
                 hits += kernels
                 launched += launchers
+            else:
+                idle.add(_unnamed(entry))
             continue
         found = [u for u in leaves if test(u.code)]
+        if not found and not test(outside()):
+            idle.add(_unnamed(entry))
         hits += found
         if entry.guardable:
             seeds += found
@@ -384,8 +392,7 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
     ]
     kept += [u for u in hits if u not in kept and u not in headers]
     if not kept and not headers:
-        outside = _outside(lines, leaves, tree)
-        if not any(test(outside) for entry, test in tests.items() if not entry.at_launches):
+        if not any(test(outside()) for entry, test in tests.items() if not entry.at_launches):
             return NOTHING
     # The `__init__` of a class whose methods a rule that reads the class concerns, or whose
     # methods are kept for a guardable rule: the guard analysis reads the flags a class sets
@@ -410,7 +417,8 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
         return None
     remaining = [node for node in tree.body if _span(node)[0] not in gone]
     numbers = [number for number, line in enumerate(lines, 1) if line]
-    return Slice("".join(lines), remaining, numbers)
+    idle_rules = frozenset(entry.name for entry in named if _unnamed(entry) in idle)
+    return Slice("".join(lines), remaining, numbers, idle_rules)
 
 
 def _unnamed(entry: Entry) -> Entry:
