@@ -152,6 +152,90 @@ def test_a_module_imported_only_by_modules_that_run_only_on_cuda_runs_only_on_cu
     assert len(_findings(tmp_path, "--no-cache")) == 1
 
 
+NEEDS_FLASHINFER = "import flashinfer\n\n\ndef run(x):\n    return flashinfer.op(x)\n"
+
+
+def test_a_module_that_imports_a_module_needing_a_cuda_only_library_needs_it_too(tmp_path):
+    importer = (
+        "import torch\n\nfrom {} import run\n\n\ndef step(x):\n    torch.cuda.synchronize()\n"
+    )
+    files = {
+        "pkg/fi/__init__.py": "",
+        "pkg/fi/ops.py": NEEDS_FLASHINFER,
+        "pkg/direct.py": importer.format("pkg.fi.ops"),
+        "pkg/relative.py": importer.format(".fi.ops"),
+        "pkg/second.py": importer.format("pkg.direct"),  # (two hops)
+        # the package's `__init__` needs it: every module in the package does
+        "pkg/trt/__init__.py": "import tensorrt\n",
+        "pkg/trt/engine.py": "import torch\n\n\ndef f():\n    torch.cuda.synchronize()\n",
+    }
+    _project(tmp_path, files)
+    assert _findings(tmp_path, "--no-cache") == []
+    why = {i["filename"].rpartition("pkg/")[2]: i["silenced"] for i in _silenced(tmp_path)}
+    needs = "cannot be imported without `{}` (a library only for NVIDIA or AMD GPUs)"
+    assert why["direct.py"] == {
+        "kind": "imports",
+        "why": "the module imports `pkg.fi.ops`, which " + needs.format("flashinfer"),
+        "line": 3,
+    }
+    assert why["relative.py"]["why"] == why["direct.py"]["why"]
+    assert why["second.py"]["why"] == (
+        "the module imports `pkg.direct`, which " + needs.format("flashinfer")
+    )
+    assert why["trt/engine.py"] == {
+        "kind": "imports",
+        "why": "its package `pkg.trt` " + needs.format("tensorrt"),
+        "line": 0,
+    }
+
+
+@pytest.mark.parametrize(
+    "importer",
+    [
+        "try:\n    from pkg.fi.ops import run\nexcept ImportError:\n    run = None\n",
+        "if HAVE:\n    from pkg.fi.ops import run\n",
+        "def lazy():\n    from pkg.fi.ops import run\n    return run\n",
+        "import contextlib\n\nwith contextlib.suppress(ImportError):\n    import pkg.fi.ops\n",
+    ],
+)
+def test_an_import_that_may_fail_or_not_run_needs_nothing(tmp_path, importer):
+    files = {"pkg/fi/__init__.py": "", "pkg/fi/ops.py": NEEDS_FLASHINFER}
+    source = (
+        f"import torch\n\nHAVE = False\n{importer}\n\ndef step():\n    torch.cuda.synchronize()\n"
+    )
+    _project(tmp_path, {**files, "pkg/main.py": source})
+    assert [line.split(" ")[1] for line in _findings(tmp_path, "--no-cache")] == ["PORT401"]
+
+
+def test_code_after_a_functions_import_of_a_module_needing_a_cuda_only_library(tmp_path):
+    source = (
+        "import torch\n\n\nclass Runner:\n    def step(self, x):\n"
+        "        torch.cuda.synchronize()\n"  # 6: before the import: reported
+        "        from .fi.ops import run\n"  # 7
+        "        if x:\n            torch.cuda.synchronize()\n"  # 9: after it: silent
+        "        def inner():\n            torch.cuda.synchronize()\n"  # 11: silent
+        "        return run(x), inner\n\n"
+        "    def other(self):\n        torch.cuda.synchronize()\n"  # 15: another method
+    )
+    files = {"pkg/fi/__init__.py": "", "pkg/fi/ops.py": NEEDS_FLASHINFER, "pkg/main.py": source}
+    _project(tmp_path, files)
+    assert [line.split(" ")[0] for line in _findings(tmp_path, "--no-cache")] == [
+        "pkg/main.py:6:9:",
+        "pkg/main.py:15:9:",
+    ]
+    silenced = _silenced(tmp_path)
+    assert [i["location"]["row"] for i in silenced] == [9, 11]
+    assert silenced[0]["silenced"] == {
+        "kind": "imports",
+        "why": "`Runner.step` imports `pkg.fi.ops` before this line, which cannot be imported "
+        "without `flashinfer` (a library only for NVIDIA or AMD GPUs)",
+        "line": 7,
+    }
+    # The inference is the `imports` one: switched off with it.
+    _project(tmp_path, files, 'platform-inferences = ["names", "callers"]\n')
+    assert len(_findings(tmp_path, "--no-cache")) == 4
+
+
 SHIM = (
     "import torch\n\n\ndef use_xpu():\n    torch.cuda.Event = torch.xpu.Event\n"
     "    if torch.xpu.has_graphs():\n        torch.cuda.graph = torch.xpu.graph\n"

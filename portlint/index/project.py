@@ -2,7 +2,7 @@
 that it silences.
 
 Each module's facts are read once (:func:`portlint.index.reading.read_module`, kept by
-:mod:`portlint.index.store`); this module joins them. Three inferences cross modules, each with a
+:mod:`portlint.index.store`); this module joins them. Four inferences cross modules, each with a
 kind that ``platform-inferences`` can switch off and that ``--show-silenced`` names:
 
 - ``callers``: a function or class every use of which in the project runs only on CUDA (under a
@@ -13,6 +13,10 @@ kind that ``platform-inferences`` can switch off and that ``--show-silenced`` na
 - ``rebinds``: a ``torch.cuda`` attribute that the project itself rebinds, unconditionally
   (``torch.cuda.Event = torch.xpu.Event``, a device backend's shim), is the project's own object
   wherever the shim applies: its uses are not reported.
+- ``imports``, across modules: a module that imports unconditionally at its top level a module
+  of the project that cannot be imported without a library that exists only for NVIDIA or AMD
+  GPUs (it imports one so, at any number of hops, or its package's ``__init__`` does) cannot be
+  imported without it either; nor can a function's code after the function's own such import.
 
 The joins are least fixed points: a use counts as confined only once something proves it, so a
 cycle (two functions that only call each other) proves nothing and the findings stay.
@@ -31,7 +35,7 @@ from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
 from portlint.index.int64 import refine
 from portlint.index.kernels import functions_in
-from portlint.platform import module_platform_from
+from portlint.platform import first_import_of, module_platform_from
 from portlint.settings import Settings
 from portlint.speed.cut import parse_ast
 
@@ -111,6 +115,10 @@ class Project:
         self.importers: dict[str, list[Site]] = defaultdict(list)
         self.confined_units: dict[tuple[str, str], list[Site]] = {}
         self.confined_modules: dict[str, list[Site] | str] = {}
+        # The modules that cannot be imported without a library of the table: why, per module.
+        self.unimportable: dict[str, Needs] = {}
+        if "imports" in inferences:
+            self._unimportable()
         if self.callers:
             self._join()
             self._solve()
@@ -175,12 +183,67 @@ class Project:
                 target = self._resolve(path, name)
                 if isinstance(target, tuple) and not _within(unit, path, target, self.module_of):
                     self.sites[target].append(Site(path, line, guarded, unit))
-            for module, line, guarded, unit in data["imports"]:
+            for module, line, guarded, unit, _ in data["imports"]:
                 absolute = self._absolute(path, module)
                 if absolute in self.path_of and absolute != self.module_of[path]:
                     self.importers[absolute].append(Site(path, line, guarded, unit))
 
+    def _unimportable(self) -> None:
+        """The modules that import, at their top level and unconditionally, a library that
+        exists only for NVIDIA or AMD GPUs (the ``imports`` inference of a module), and those
+        that import such a module of the project the same way, or sit in a package whose
+        ``__init__`` is one: importing them fails wherever the library is missing."""
+        libraries = tuple(self.settings.cuda_only_imports)
+        for path, data in self.facts.items():
+            found = first_import_of(data["top_imports"], libraries)
+            if found is not None:
+                self.unimportable[self.module_of[path]] = Needs(found[0], "", found[1])
+        if not self.unimportable:
+            return
+        imports = {
+            self.module_of[path]: [
+                (self._absolute(path, row[0]), row[1])
+                for row in data["imports"]
+                if row[3] == "" and row[4] and not row[2]
+            ]
+            for path, data in self.facts.items()
+        }
+        changed = True
+        while changed:
+            changed = False
+            for module, rows in imports.items():
+                if module in self.unimportable:
+                    continue
+                package = self._failing(module.rpartition(".")[0])
+                if package is not None:
+                    self.unimportable[module] = Needs(
+                        self.unimportable[package].library, package, 0
+                    )
+                    changed = True
+                    continue
+                for target, line in rows:
+                    failing = self._failing(target)
+                    if failing is not None and failing != module:
+                        self.unimportable[module] = Needs(
+                            self.unimportable[failing].library, target, line
+                        )
+                        changed = True
+                        break
+
+    def _failing(self, module: str) -> str | None:
+        """The first of ``module`` and the packages above it that cannot be imported without a
+        library of the table (importing ``a.b.c`` runs ``a`` and ``a.b`` first)."""
+        parts = module.split(".") if module else []
+        for index in range(1, len(parts) + 1):
+            name = ".".join(parts[:index])
+            if name in self.unimportable:
+                return name
+        return None
+
     def _solve(self) -> None:
+        for module, needs in self.unimportable.items():
+            if needs.via:  # (the others: their own imports, a verdict the file's lint gave)
+                self.confined_modules.setdefault(module, needs.why())
         for path, data in self.facts.items():
             own = module_platform_from(
                 path,
@@ -319,6 +382,12 @@ class Project:
         if isinstance(confined, list):
             why = f"every import of the module runs only on CUDA: {self._named(confined)}"
             return Silenced(violation, "callers", why, 0)
+        needs = self.unimportable.get(module)
+        if needs is not None and needs.via:
+            return Silenced(violation, "imports", needs.why(), needs.line)
+        after_import = self._imported_first(path, violation)
+        if after_import is not None:
+            return after_import
         data = self.facts[path]
         unit = self._unit_of(violation)
         if unit is not None:
@@ -333,6 +402,27 @@ class Project:
                     where = f"{self.shown(found[0])}:{found[1]}"
                     why = f"the project rebinds `torch.cuda.{attribute}` to its own ({where})"
                     return Silenced(violation, "rebinds", why, 0)
+        return None
+
+    def _imported_first(self, path: str, violation: Violation) -> Silenced | None:
+        """Where the function ``violation`` is in has imported, at its own level and before
+        it, a module of the project that cannot be imported without a library of the table:
+        the code after that import runs only where the library is."""
+        if not self.unimportable:
+            return None
+        units = [row for row in self.facts[path]["units"] if row[1] <= violation.line <= row[2]]
+        if not units:
+            return None
+        innermost = max(units, key=lambda row: row[1])[0]
+        enclosing = set(_enclosing(innermost))
+        for module, line, _, unit, certain in self.facts[path]["imports"]:
+            if not certain or unit not in enclosing or line >= violation.line:
+                continue
+            failing = self._failing(self._absolute(path, module))
+            if failing is not None:
+                needs = self.unimportable[failing]
+                why = f"`{unit}` imports `{failing}` before this line, which {needs.clause()}"
+                return Silenced(violation, "imports", why, line)
         return None
 
     def _named(self, sites: list[Site]) -> str:
@@ -383,6 +473,26 @@ class Project:
             return str(Path(path).resolve().relative_to(Path(self.settings.root).resolve()))
         except ValueError:
             return path
+
+
+@dataclass(frozen=True)
+class Needs:
+    """Why a module cannot be imported without ``library``: it imports it, or (``via``) the
+    module of the project that it imports at ``line`` (0: the package it is in) cannot."""
+
+    library: str
+    via: str
+    line: int
+
+    def clause(self) -> str:
+        return (
+            f"cannot be imported without `{self.library}` (a library only for NVIDIA or AMD GPUs)"
+        )
+
+    def why(self) -> str:
+        if self.line == 0:
+            return f"its package `{self.via}` {self.clause()}"
+        return f"the module imports `{self.via}`, which {self.clause()}"
 
 
 def _inside(where: tuple[int, int], span: list[int]) -> bool:

@@ -387,6 +387,8 @@ class _Reader(ast.NodeVisitor):
         # Within the function (or the module) the walk is in: how many branches or loops deep
         # (code there may not run).
         self.conditional = 0
+        # How many `try` and `with` blocks deep (an import there may fail and be caught).
+        self.attempted = 0
         self.units: list[list[Any]] = []
         self.bindings: dict[str, list[Any]] = {}
         self.uses: list[list[Any]] = []
@@ -466,7 +468,9 @@ class _Reader(ast.NodeVisitor):
     visit_Match = visit_ExceptHandler = _branching
 
     def visit_Try(self, node: ast.Try) -> None:  # (and `try`/`except*`, of the same fields)
+        self.attempted += 1
         self._block(node.body, False)
+        self.attempted -= 1
         for handler in node.handlers:
             self.visit(handler)
         self._block(node.orelse, False)
@@ -477,7 +481,9 @@ class _Reader(ast.NodeVisitor):
     def _with(self, node: ast.With | ast.AsyncWith) -> None:
         for item in node.items:
             self.visit(item)
+        self.attempted += 1  # (`with suppress(ImportError):`)
         self._block(node.body, False)
+        self.attempted -= 1
 
     visit_With = visit_AsyncWith = _with
 
@@ -498,8 +504,8 @@ class _Reader(ast.NodeVisitor):
                 self.visit(default)
         if not self.depth:  # a definition of the module's: its uses are the module's own
             self.bindings.setdefault(node.name, ["", node.name, node.lineno])
-        saved = self.unit, self.depth, self.conditional
-        self.conditional = 0
+        saved = self.unit, self.depth, self.conditional, self.attempted
+        self.conditional = self.attempted = 0
         named = self.depth < 2 and (not self.unit or "." not in self.unit)
         if named:
             self.unit = f"{self.unit}.{node.name}" if self.unit else node.name
@@ -507,7 +513,7 @@ class _Reader(ast.NodeVisitor):
         self.depth += 1
         cuda_only = names_cuda(node.name) or _marked_for_cuda(node.decorator_list, self.predicates)
         self._block(node.body, cuda_only)
-        self.unit, self.depth, self.conditional = saved
+        self.unit, self.depth, self.conditional, self.attempted = saved
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _unit
 
@@ -538,8 +544,11 @@ class _Reader(ast.NodeVisitor):
 
     def _imported(self, module: str, node: ast.stmt) -> None:
         """Every module an import statement may load (``from a import b``: ``a`` and ``a.b``, one
-        of which is a module), with whether it runs only on CUDA, and where."""
-        self.imports.append([module, node.lineno, self.guarded, self.unit])
+        of which is a module), with whether it runs only on CUDA, where, and whether it runs
+        whenever the code of its function (or module) after it does: at the function's own
+        level, in no branch, loop, ``try`` or ``with``."""
+        certain = not self.conditional and not self.attempted
+        self.imports.append([module, node.lineno, self.guarded, self.unit, certain])
 
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Load):

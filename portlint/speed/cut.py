@@ -391,9 +391,10 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
         if u not in kept and u.body_start and not any(test(u.body) for test in body_tests)
     ]
     kept += [u for u in hits if u not in kept and u not in headers]
-    if not kept and not headers:
-        if not any(test(outside()) for entry, test in tests.items() if not entry.at_launches):
-            return NOTHING
+    if not (kept or headers) and not any(
+        test(outside()) for entry, test in tests.items() if not entry.at_launches
+    ):
+        return NOTHING
     # The `__init__` of a class whose methods a rule that reads the class concerns, or whose
     # methods are kept for a guardable rule: the guard analysis reads the flags a class sets
     # there (`self.use_cuda = torch.cuda.is_available()`).
