@@ -207,7 +207,7 @@ def test_an_import_that_may_fail_or_not_run_needs_nothing(tmp_path, importer):
     assert [line.split(" ")[1] for line in _findings(tmp_path, "--no-cache")] == ["PORT401"]
 
 
-def test_code_after_a_functions_import_of_a_module_needing_a_cuda_only_library(tmp_path):
+def test_code_after_an_import_of_a_module_needing_a_cuda_only_library_in_its_block(tmp_path):
     source = (
         "import torch\n\n\nclass Runner:\n    def step(self, x):\n"
         "        torch.cuda.synchronize()\n"  # 6: before the import: reported
@@ -216,24 +216,33 @@ def test_code_after_a_functions_import_of_a_module_needing_a_cuda_only_library(t
         "        def inner():\n            torch.cuda.synchronize()\n"  # 11: silent
         "        return run(x), inner\n\n"
         "    def other(self):\n        torch.cuda.synchronize()\n"  # 15: another method
+        "\n\ndef branch(fa4):\n    if fa4:\n        from pkg.fi import ops\n"  # 20
+        "        torch.cuda.synchronize()\n"  # 21: the same branch: silent
+        "    else:\n        torch.cuda.synchronize()\n"  # 23: the other branch
+        "    try:\n        import pkg.fi.ops\n        torch.cuda.synchronize()\n"  # 26: silent
+        "    except ImportError:\n        pass\n"
+        "    torch.cuda.synchronize()\n"  # 29: after the `try`: it may have failed
     )
     files = {"pkg/fi/__init__.py": "", "pkg/fi/ops.py": NEEDS_FLASHINFER, "pkg/main.py": source}
     _project(tmp_path, files)
     assert [line.split(" ")[0] for line in _findings(tmp_path, "--no-cache")] == [
         "pkg/main.py:6:9:",
         "pkg/main.py:15:9:",
+        "pkg/main.py:23:9:",
+        "pkg/main.py:29:5:",
     ]
     silenced = _silenced(tmp_path)
-    assert [i["location"]["row"] for i in silenced] == [9, 11]
+    assert [i["location"]["row"] for i in silenced] == [9, 11, 21, 26]
     assert silenced[0]["silenced"] == {
         "kind": "imports",
-        "why": "`Runner.step` imports `pkg.fi.ops` before this line, which cannot be imported "
+        "why": "it follows an import of `pkg.fi.ops`, which cannot be imported "
         "without `flashinfer` (a library only for NVIDIA or AMD GPUs)",
         "line": 7,
     }
+    assert silenced[2]["silenced"]["line"] == 20
     # The inference is the `imports` one: switched off with it.
     _project(tmp_path, files, 'platform-inferences = ["names", "callers"]\n')
-    assert len(_findings(tmp_path, "--no-cache")) == 4
+    assert len(_findings(tmp_path, "--no-cache")) == 8
 
 
 SHIM = (

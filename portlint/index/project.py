@@ -16,7 +16,8 @@ kind that ``platform-inferences`` can switch off and that ``--show-silenced`` na
 - ``imports``, across modules: a module that imports unconditionally at its top level a module
   of the project that cannot be imported without a library that exists only for NVIDIA or AMD
   GPUs (it imports one so, at any number of hops, or its package's ``__init__`` does) cannot be
-  imported without it either; nor can a function's code after the function's own such import.
+  imported without it either; and the code that follows such an import in its block (in a
+  function, a branch, a ``try``) runs only where the library is.
 
 The joins are least fixed points: a use counts as confined only once something proves it, so a
 cycle (two functions that only call each other) proves nothing and the findings stay.
@@ -183,7 +184,7 @@ class Project:
                 target = self._resolve(path, name)
                 if isinstance(target, tuple) and not _within(unit, path, target, self.module_of):
                     self.sites[target].append(Site(path, line, guarded, unit))
-            for module, line, guarded, unit, _ in data["imports"]:
+            for module, line, guarded, unit, _, _ in data["imports"]:
                 absolute = self._absolute(path, module)
                 if absolute in self.path_of and absolute != self.module_of[path]:
                     self.importers[absolute].append(Site(path, line, guarded, unit))
@@ -202,9 +203,9 @@ class Project:
             return
         imports = {
             self.module_of[path]: [
-                (self._absolute(path, row[0]), row[1])
-                for row in data["imports"]
-                if row[3] == "" and row[4] and not row[2]
+                (self._absolute(path, module), line)
+                for module, line, guarded, unit, certain, _ in data["imports"]
+                if unit == "" and certain and not guarded
             ]
             for path, data in self.facts.items()
         }
@@ -405,23 +406,18 @@ class Project:
         return None
 
     def _imported_first(self, path: str, violation: Violation) -> Silenced | None:
-        """Where the function ``violation`` is in has imported, at its own level and before
-        it, a module of the project that cannot be imported without a library of the table:
-        the code after that import runs only where the library is."""
+        """Where ``violation`` follows, in the same block, an import of a module of the project
+        that cannot be imported without a library of the table: the code after that import
+        runs only where the library is (code in a function defined after it too)."""
         if not self.unimportable:
             return None
-        units = [row for row in self.facts[path]["units"] if row[1] <= violation.line <= row[2]]
-        if not units:
-            return None
-        innermost = max(units, key=lambda row: row[1])[0]
-        enclosing = set(_enclosing(innermost))
-        for module, line, _, unit, certain in self.facts[path]["imports"]:
-            if not certain or unit not in enclosing or line >= violation.line:
+        for module, line, _, _, _, block_end in self.facts[path]["imports"]:
+            if not line < violation.line <= block_end:
                 continue
             failing = self._failing(self._absolute(path, module))
             if failing is not None:
                 needs = self.unimportable[failing]
-                why = f"`{unit}` imports `{failing}` before this line, which {needs.clause()}"
+                why = f"it follows an import of `{failing}`, which {needs.clause()}"
                 return Silenced(violation, "imports", why, line)
         return None
 

@@ -389,6 +389,9 @@ class _Reader(ast.NodeVisitor):
         self.conditional = 0
         # How many `try` and `with` blocks deep (an import there may fail and be caught).
         self.attempted = 0
+        # The last line of the block the walk is in (what follows a statement there runs after
+        # it); 0 where that is not known (the cases of a `match`).
+        self.block_end = 0
         self.units: list[list[Any]] = []
         self.bindings: dict[str, list[Any]] = {}
         self.uses: list[list[Any]] = []
@@ -399,8 +402,10 @@ class _Reader(ast.NodeVisitor):
 
     # --- blocks, with what makes their code run only on CUDA ------------------------------------
     def _block(self, body: list[ast.stmt], guard: Guard) -> None:
-        saved = self.guarded
+        saved, saved_end = self.guarded, self.block_end
         self.guarded = saved or guard
+        if body:
+            self.block_end = body[-1].end_lineno or body[-1].lineno
         for statement in body:
             self.visit(statement)
             self.guarded = (
@@ -408,7 +413,7 @@ class _Reader(ast.NodeVisitor):
                 or _exits_unless_cuda(statement, self.predicates)
                 or _requires(statement, self.requirements)
             )
-        self.guarded = saved
+        self.guarded, self.block_end = saved, saved_end
 
     def visit_Module(self, node: ast.Module) -> None:
         self._block(node.body, False)
@@ -461,9 +466,13 @@ class _Reader(ast.NodeVisitor):
     visit_For = visit_AsyncFor = visit_While = _loop
 
     def _branching(self, node: ast.AST) -> None:
+        saved_end = self.block_end
+        # (A handler's body is its block; the cases of a `match` are not known here.)
+        self.block_end = node.end_lineno or 0 if isinstance(node, ast.ExceptHandler) else 0
         self.conditional += 1
         self.generic_visit(node)
         self.conditional -= 1
+        self.block_end = saved_end
 
     visit_Match = visit_ExceptHandler = _branching
 
@@ -544,11 +553,12 @@ class _Reader(ast.NodeVisitor):
 
     def _imported(self, module: str, node: ast.stmt) -> None:
         """Every module an import statement may load (``from a import b``: ``a`` and ``a.b``, one
-        of which is a module), with whether it runs only on CUDA, where, and whether it runs
-        whenever the code of its function (or module) after it does: at the function's own
-        level, in no branch, loop, ``try`` or ``with``."""
+        of which is a module), with whether it runs only on CUDA, where, whether it runs
+        whenever the code of its function (or module) after it does (at the function's own
+        level, in no branch, loop, ``try`` or ``with``), and the last line of its block (the
+        code after it up to there runs only once it has)."""
         certain = not self.conditional and not self.attempted
-        self.imports.append([module, node.lineno, self.guarded, self.unit, certain])
+        self.imports.append([module, node.lineno, self.guarded, self.unit, certain, self.block_end])
 
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Load):
