@@ -50,8 +50,8 @@ class Violation:
 @dataclass(frozen=True, order=True)
 class Silenced:
     """A finding that the code's own account of its platform silenced: the finding, the kind of
-    reason (``guard``, an inference of ``portlint.platform.INFERENCES``, ``waiver`` or
-    ``duplicate``), what says so, and the line that says so (0: the module's path)."""
+    reason (``guard``, an inference of ``portlint.platform.INFERENCES``, ``waiver``,
+    ``duplicate`` or ``rule``: what the rule itself holds back), what says so, and the line that says so (0: the module's path)."""
 
     violation: Violation
     kind: str

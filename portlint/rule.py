@@ -32,6 +32,11 @@ class Invalid:
     fixed: str | None = None
 
 
+# Why a rule itself holds a finding back, and the node that says so (a test double's data, a seed
+# repeated for every device): silent, but shown by ``--show-silenced``.
+Quiet = tuple[str, cst.CSTNode] | None
+
+
 @dataclass(frozen=True)
 class Report:
     """A finding as a rule reports it: on nodes, before positions are known (they are computed
@@ -43,6 +48,7 @@ class Report:
     message: str
     confidence: str
     fix: Fix | None
+    quiet: Quiet = None
 
     def violation(
         self,
@@ -162,10 +168,12 @@ class Rule(cst.BatchableCSTVisitor):
         start: cst.CSTNode | None = None,
         confidence: str = "certain",
         fix: Fix | None = None,
+        quiet: Quiet = None,
     ) -> None:
-        """Report ``message`` spanning ``node`` (or from ``start`` to the end of ``node``)."""
+        """Report ``message`` spanning ``node`` (or from ``start`` to the end of ``node``);
+        ``quiet``: why the rule holds it back (:attr:`Report.quiet`)."""
         self.context.reports.append(
-            Report(self.code, node, start or node, message, confidence, fix)
+            Report(self.code, node, start or node, message, confidence, fix, quiet)
         )
 
     def visit_Module(self, node: cst.Module) -> None:

@@ -28,7 +28,7 @@ from portlint.fix import FixMaker
 from portlint.index.reading import cuda_questions
 from portlint.platform import ModulePlatform, library_bindings, module_platform
 from portlint.registry import all_rules
-from portlint.rule import FileContext, Rule
+from portlint.rule import FileContext, Report, Rule
 from portlint.rules.port001_unused_noqa import UnusedNoqa
 from portlint.settings import Settings
 from portlint.speed.cut import NOTHING, UNPARSED, Unparsed, parse_ast, slice_source
@@ -248,7 +248,8 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
         positions = wrapper.resolve(PositionProvider)
         _give_notes(job, context, positions)
         fixes = _fix_maker(job, wrapper, positions)
-        return [report.violation(job.path, positions, fixes) for report in context.reports]
+        reports = _held_back(job, context.reports, positions)
+        return [report.violation(job.path, positions, fixes) for report in reports]
     guards = GuardAnalysis(
         settings.guard_functions,
         settings.platform_inferences,
@@ -266,7 +267,8 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
     positions = wrapper.resolve(PositionProvider)
     _give_notes(job, context, positions)
     whole = Silence(job.module.kind, job.module.why) if job.module is not None else None
-    kept, quiet = silence(context.reports, guards, guardable, whole)
+    reports = _held_back(job, context.reports, positions)
+    kept, quiet = silence(reports, guards, guardable, whole)
     if job.silenced is not None:
         for report, reason in quiet:
             line = positions[reason.node].start.line if reason.node is not None else 0
@@ -276,6 +278,22 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
             job.silenced.append(Silenced(violation, reason.kind, reason.why, line))
     fixes = _fix_maker(job, wrapper, positions)
     return [report.violation(job.path, positions, fixes) for report in kept]
+
+
+def _held_back(job: _Job, reports: list[Report], positions: Mapping) -> list[Report]:
+    """``reports`` less those their rule holds back (:attr:`Report.quiet`), which go to
+    ``job.silenced`` where it asks, with the kind ``rule``."""
+    if not any(report.quiet for report in reports):
+        return reports
+    kept = []
+    for report in reports:
+        if report.quiet is None:
+            kept.append(report)
+        elif job.silenced is not None:
+            why, node = report.quiet
+            line = positions[node].start.line
+            job.silenced.append(Silenced(report.violation(job.path, positions), "rule", why, line))
+    return kept
 
 
 def _fix_maker(job: _Job, wrapper: _Wrapper, positions: Mapping) -> FixMaker:

@@ -167,6 +167,40 @@ def test_show_silenced_gives_each_silenced_finding_its_reason_and_line(tmp_path)
     assert refused.returncode == 2 and "--show-silenced works with" in refused.stderr
 
 
+def test_show_silenced_gives_what_a_rule_holds_back_its_reason_too(tmp_path):
+    source = (
+        "import torch\nfrom unittest import mock\n\n\ndef seed_all(seed):\n"
+        "    torch.manual_seed(seed)\n    torch.cuda.manual_seed_all(seed)\n\n\n"
+        "def test_x():\n"
+        '    m = mock.MagicMock(return_value=torch.zeros(1, device="cuda"))\n'  # 11
+        '    with mock.patch("a.b", torch.device("cuda")):\n        pass\n'  # 12
+        '    m.return_value = torch.ones(2, device="cuda")\n'  # 14
+        '    torch.zeros(3, device="cuda")\n'  # 15: no test double: a finding
+    )
+    tree(tmp_path, {"pkg/t.py": source})
+    result = run_cli("check", "pkg", "--no-cache", "--output-format", "concise", cwd=tmp_path)
+    assert [line.split(" ")[0] for line in result.stdout.splitlines() if " PORT" in line] == [
+        "pkg/t.py:15:27:"
+    ]
+    shown = run_cli(
+        "check", "pkg", "--no-cache", "--show-silenced", "--output-format", "json", cwd=tmp_path
+    )
+    held = [(i["location"]["row"], i["code"], i["silenced"]) for i in json.loads(shown.stdout)[1:]]
+    double = "the device is data for a test double ({})"
+    assert held == [
+        (7, "PORT404", {
+            "kind": "rule",
+            "why": "the same block seeds every device with `torch.manual_seed(seed)`",
+            "line": 6,
+        }),
+        (11, "PORT101", {"kind": "rule", "why": double.format("`return_value=`"), "line": 11}),
+        (12, "PORT101", {"kind": "rule", "why": double.format("`mock.patch(...)`"), "line": 12}),
+        (14, "PORT101", {
+            "kind": "rule", "why": double.format("`.return_value = ...`"), "line": 14
+        }),
+    ]  # fmt: skip
+
+
 def test_a_guard_on_a_value_made_only_on_cuda_says_which_value(tmp_path):
     source = (
         "import torch\nfrom pkg.platform import is_cuda\n\n\nclass Block:\n"

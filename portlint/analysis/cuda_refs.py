@@ -47,7 +47,7 @@ from portlint.cuda_api import (
 from portlint.evidence import CUDA_REFERENCE
 from portlint.findings import Fix
 from portlint.fix import Rewrite
-from portlint.rule import Rule
+from portlint.rule import Quiet, Rule
 
 GROUP_FUNCTIONS = {  # qualified name -> position of `backend`
     "torch.distributed.init_process_group": 0,
@@ -225,16 +225,16 @@ class CudaApiRule(Rule):
                 continue
             if target is not None and target < reference.api.since:
                 continue
-            if self.redundant(reference):
-                continue
+            quiet = self.redundant(reference)
             device = message_device(self, node)
             message = self.message(reference, device, node)
-            self.report(node, message, fix=self._fix(reference, node))
+            fix = self._fix(reference, node) if quiet is None else None
+            self.report(node, message, fix=fix, quiet=quiet)
 
-    def redundant(self, reference: CudaReference) -> bool:
-        """Whether the call does nothing its surroundings have not done already on every device
-        (a rule of the family says when: PORT404)."""
-        return False
+    def redundant(self, reference: CudaReference) -> Quiet:
+        """Where the call does nothing its surroundings have not done already on every device
+        (a rule of the family says when: PORT404): why, and what does it."""
+        return None
 
     @staticmethod
     def message(reference: CudaReference, device: ScopeDevice, node: cst.CSTNode) -> str:

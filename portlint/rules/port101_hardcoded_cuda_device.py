@@ -16,7 +16,7 @@ from portlint.evidence import CUDA_DEVICE_ARGUMENT
 from portlint.findings import UNSAFE, Fix
 from portlint.fix import Rewrite
 from portlint.platform import words
-from portlint.rule import Invalid, Rule
+from portlint.rule import Invalid, Quiet, Rule
 
 TORCH_DEVICE = ("torch.device",)
 # Calls whose first parameter is a device type or a device: `torch.autocast("cuda")`.
@@ -277,7 +277,7 @@ class HardcodedCudaDevice(Rule):
         rewrite = Rewrite(replace={id(old): new}, imports={"torch"} if "torch." in code else set())
         return self.build_fix(rewrite, UNSAFE, f"Use `{code}`")
 
-    def _device_call(self, node: cst.Call, device_type_arg: cst.Arg) -> None:
+    def _device_call(self, node: cst.Call, device_type_arg: cst.Arg, quiet: Quiet) -> None:
         """``torch.device("cuda"...)``: the device in scope, or the type replaced, index kept."""
         literal = device_type_arg.value
         index = argument(node, "index", 1)
@@ -292,9 +292,10 @@ class HardcodedCudaDevice(Rule):
             device = fix_device(self, node)
             fix = self._fix(node, cst.parse_expression(device.as_device()))
             suggested = message_device(self, node).as_device()
-        self.report(node, f"`torch.device` hardcodes CUDA; use `{suggested}`", fix=fix)
+        message = f"`torch.device` hardcodes CUDA; use `{suggested}`"
+        self.report(node, message, fix=fix, quiet=quiet)
 
-    def _device_string(self, literal: cst.BaseExpression, what: str) -> None:
+    def _device_string(self, literal: cst.BaseExpression, what: str, quiet: Quiet) -> None:
         """A CUDA device string given as a device: ``device="cuda"``, ``.to("cuda:1")``."""
         indexed = self._indexed(literal)
         if indexed is not None:
@@ -303,16 +304,16 @@ class HardcodedCudaDevice(Rule):
         else:
             fix = self._fix(literal, cst.parse_expression(fix_device(self, literal).expression))
             suggested = message_device(self, literal).expression
-        self.report(literal, f"{what} hardcodes CUDA; use `{suggested}`", fix=fix)
+        self.report(literal, f"{what} hardcodes CUDA; use `{suggested}`", fix=fix, quiet=quiet)
 
-    def _mock_data(self, node: cst.CSTNode) -> bool:
-        """Whether ``node`` (a call) is, or gives, data for a test double (:data:`MOCK_MAKERS`,
-        :data:`MOCK_ANSWERS`)."""
+    def _mock_data(self, node: cst.CSTNode) -> Quiet:
+        """Where ``node`` (a call) is, or gives, data for a test double (:data:`MOCK_MAKERS`,
+        :data:`MOCK_ANSWERS`): why its devices are held back, and the node that says so."""
         current: cst.CSTNode | None = node
         while current is not None and not isinstance(current, cst.BaseSuite):
             if isinstance(current, cst.Arg) and current.keyword is not None:
                 if current.keyword.value in MOCK_ANSWERS:
-                    return True
+                    return _test_double(f"{current.keyword.value}=", current)
             elif isinstance(current, cst.Call):
                 callee = dotted_name(current.func) or ""
                 if callee.endswith(tuple(MOCK_MAKERS)) and (
@@ -322,34 +323,39 @@ class HardcodedCudaDevice(Rule):
                         ("patch.object", "patch.dict", "patch.multiple", "mock.call")
                     )
                 ):
-                    return True
+                    return _test_double(f"{callee}(...)", current)
             elif isinstance(current, cst.Assign):
-                return any(
-                    isinstance(t.target, cst.Attribute) and t.target.attr.value in MOCK_ANSWERS
-                    for t in current.targets
+                answer = next(
+                    (
+                        t.target.attr.value
+                        for t in current.targets
+                        if isinstance(t.target, cst.Attribute)
+                        and t.target.attr.value in MOCK_ANSWERS
+                    ),
+                    None,
                 )
+                return _test_double(f".{answer} = ...", current) if answer else None
             current = self.get_metadata(ParentProvider, current, None)
-        return False
+        return None
 
     def visit_Call(self, node: cst.Call) -> None:
         # (Each finding below is a CUDA device literal given as an argument: other calls, most
         # of them, are not looked at further, and test doubles only where one is.)
         if not any(is_cuda_device_literal(arg.value) for arg in node.args):
             return
-        if self._mock_data(node):
-            return
+        quiet = self._mock_data(node)
         if resolves_to(self, node.func, TORCH_DEVICE):
             device_type_arg = argument(node, "type", 0)
             if device_type_arg and is_cuda_device_literal(device_type_arg.value):
-                self._device_call(node, device_type_arg)
+                self._device_call(node, device_type_arg, quiet)
             return
         device = keyword(node, "device")
         if device and is_cuda_device_literal(device.value):
-            self._device_string(device.value, "`device=`")
+            self._device_string(device.value, "`device=`", quiet)
         if method_name(node) == "to":
             target = positional(node, 0)
             if target and is_cuda_device_literal(target.value):
-                self._device_string(target.value, "`.to()`")
+                self._device_string(target.value, "`.to()`", quiet)
         device_type_arg = keyword(node, "device_type")
         if not device_type_arg and resolves_to(self, node.func, DEVICE_TYPE_FIRST):
             device_type_arg = positional(node, 0)
@@ -359,6 +365,7 @@ class HardcodedCudaDevice(Rule):
                 device_type_arg.value,
                 f"`{callee}` is given the CUDA device type by name; pass the type of the device "
                 f"in use (`{device_type(message_device(self, node))}`)",
+                quiet=quiet,
             )
 
     def visit_Param(self, node: cst.Param) -> None:
@@ -374,3 +381,7 @@ class HardcodedCudaDevice(Rule):
                 "runs on CUDA; default to None and take the device in use",
                 confidence="likely",
             )
+
+
+def _test_double(what: str, node: cst.CSTNode) -> Quiet:
+    return f"the device is data for a test double (`{what}`)", node

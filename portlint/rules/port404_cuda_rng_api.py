@@ -5,7 +5,7 @@ from portlint.analysis.guard_tests import code_of
 from portlint.analysis.names import qualified_names
 from portlint.analysis.parents import ParentProvider
 from portlint.cuda_api import RNG
-from portlint.rule import Invalid
+from portlint.rule import Invalid, Quiet
 
 CUDA_SEEDS = frozenset({
     "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
@@ -102,26 +102,33 @@ class CudaRngApi(CudaApiRule):
         ),
     ]
 
-    def redundant(self, reference: CudaReference) -> bool:
+    def redundant(self, reference: CudaReference) -> Quiet:
         """A CUDA seed that a `torch.manual_seed` of the same seed in the same block repeats."""
         call = reference.call
         if call is None or reference.qualified not in CUDA_SEEDS or len(call.args) != 1:
-            return False
+            return None
         statement = self.get_metadata(ParentProvider, call, None)
         line = self.get_metadata(ParentProvider, statement, None) if statement else None
         block = self.get_metadata(ParentProvider, line, None) if line else None
         if not (
             isinstance(statement, cst.Expr) and isinstance(block, (cst.IndentedBlock, cst.Module))
         ):
-            return False
+            return None
         seed = code_of(call.args[0].value)
-        return any(
-            isinstance(small, cst.Expr)
-            and isinstance(small.value, cst.Call)
-            and len(small.value.args) == 1
-            and code_of(small.value.args[0].value) == seed
-            and bool(qualified_names(self, small.value.func) & EVERY_DEVICE_SEED)
-            for other in block.body
-            if isinstance(other, cst.SimpleStatementLine)
-            for small in other.body
+        every = next(
+            (
+                small.value
+                for other in block.body
+                if isinstance(other, cst.SimpleStatementLine)
+                for small in other.body
+                if isinstance(small, cst.Expr)
+                and isinstance(small.value, cst.Call)
+                and len(small.value.args) == 1
+                and code_of(small.value.args[0].value) == seed
+                and bool(qualified_names(self, small.value.func) & EVERY_DEVICE_SEED)
+            ),
+            None,
         )
+        if every is None:
+            return None
+        return f"the same block seeds every device with `{code_of(every)}`", every
