@@ -203,12 +203,34 @@ def first_import_of(
     imports: Iterable[Sequence], libraries: tuple[str, ...]
 ) -> tuple[str, int] | None:
     """The first of ``imports`` (name, line) of one of ``libraries`` (``cutlass`` matches
-    ``cutlass.cute``), as the library and the line."""
+    ``cutlass.cute``), as the library (the first in ``libraries`` that it is) and the line."""
+    order = _order(libraries)
     for name, line in imports:
-        for library in libraries:
-            if name == library or name.startswith(f"{library}."):
-                return library, line
+        if name.partition(".")[0] not in order.heads:
+            continue  # (nearly every import: a set test)
+        parts = name.split(".")
+        found = [
+            order.rank[p]
+            for p in (".".join(parts[:n]) for n in range(1, len(parts) + 1))
+            if p in order.rank
+        ]
+        if found:
+            return libraries[min(found)], line
     return None
+
+
+@dataclass(frozen=True)
+class _Libraries:
+    rank: dict[str, int]  # a library -> its place in the table
+    heads: frozenset[str]  # the first parts of their names
+
+
+@functools.lru_cache(maxsize=8)
+def _order(libraries: tuple[str, ...]) -> _Libraries:
+    rank: dict[str, int] = {}
+    for index, library in enumerate(libraries):
+        rank.setdefault(library, index)
+    return _Libraries(rank, frozenset(library.partition(".")[0] for library in libraries))
 
 
 def library_bindings(tree: ast.Module, libraries: tuple[str, ...]) -> dict[str, str]:

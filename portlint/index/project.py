@@ -26,7 +26,7 @@ cycle (two functions that only call each other) proves nothing and the findings 
 from __future__ import annotations
 
 import os
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,35 +201,33 @@ class Project:
                 self.unimportable[self.module_of[path]] = Needs(found[0], "", found[1])
         if not self.unimportable:
             return
-        imports = {
-            self.module_of[path]: [
-                (self._absolute(path, module), line)
-                for module, line, guarded, unit, certain, _ in data["imports"]
-                if unit == "" and certain and not guarded
-            ]
-            for path, data in self.facts.items()
-        }
-        changed = True
-        while changed:
-            changed = False
-            for module, rows in imports.items():
-                if module in self.unimportable:
-                    continue
-                package = self._failing(module.rpartition(".")[0])
-                if package is not None:
-                    self.unimportable[module] = Needs(
-                        self.unimportable[package].library, package, 0
-                    )
-                    changed = True
-                    continue
-                for target, line in rows:
-                    failing = self._failing(target)
-                    if failing is not None and failing != module:
-                        self.unimportable[module] = Needs(
-                            self.unimportable[failing].library, target, line
-                        )
-                        changed = True
-                        break
+        # Who is affected when a module cannot be imported: the modules that import it (the
+        # rows of `from a.b import c` name `a.b` and `a.b.c`, one of them a module), and, if it
+        # is a package, the modules in it (importing `a.b.c` runs `a` and `a.b` first), whose
+        # own importers are affected in their turn.
+        importers: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
+        members: dict[str, list[str]] = defaultdict(list)
+        for path, data in self.facts.items():
+            module = package = self.module_of[path]
+            while package:  # (the nearest package above with an `__init__`: a namespace has none)
+                package = package.rpartition(".")[0]
+                if package in self.path_of:
+                    members[package].append(module)
+                    break
+            for name, line, guarded, unit, certain, _ in data["imports"]:
+                if unit == "" and certain and not guarded:
+                    target = self._absolute(path, name)
+                    if target in self.path_of:
+                        importers[target].append((module, target, line))
+        pending = deque(self.unimportable)
+        while pending:  # (each module once: what it makes unimportable goes on the list)
+            failing = pending.popleft()
+            library = self.unimportable[failing].library
+            affected = [(m, failing, 0) for m in members.get(failing, [])]
+            for module, via, line in [*affected, *importers.get(failing, [])]:
+                if module not in self.unimportable:
+                    self.unimportable[module] = Needs(library, via, line)
+                    pending.append(module)
 
     def _failing(self, module: str) -> str | None:
         """The first of ``module`` and the packages above it that cannot be imported without a
