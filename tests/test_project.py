@@ -168,8 +168,8 @@ def test_a_module_that_imports_a_module_needing_a_cuda_only_library_needs_it_too
         # the package's `__init__` needs it: every module in the package does
         "pkg/trt/__init__.py": "import tensorrt\n",
         "pkg/trt/engine.py": "import torch\n\n\ndef f():\n    torch.cuda.synchronize()\n",
-        # (a namespace package between: importing it runs `pkg.trt` all the same)
-        "pkg/trt/ns/deep.py": "import torch\n\n\ndef f():\n    torch.cuda.synchronize()\n",
+        "pkg/trt/sub/__init__.py": "",
+        "pkg/trt/sub/deep.py": "import torch\n\n\ndef f():\n    torch.cuda.synchronize()\n",
     }
     _project(tmp_path, files)
     assert _findings(tmp_path, "--no-cache") == []
@@ -189,7 +189,7 @@ def test_a_module_that_imports_a_module_needing_a_cuda_only_library_needs_it_too
         "why": "its package `pkg.trt` " + needs.format("tensorrt"),
         "line": 0,
     }
-    assert why["trt/ns/deep.py"] == why["trt/engine.py"]
+    assert why["trt/sub/deep.py"]["why"] == "its package `pkg.trt.sub` " + needs.format("tensorrt")
 
 
 @pytest.mark.parametrize(

@@ -208,12 +208,10 @@ class Project:
         importers: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
         members: dict[str, list[str]] = defaultdict(list)
         for path, data in self.facts.items():
-            module = package = self.module_of[path]
-            while package:  # (the nearest package above with an `__init__`: a namespace has none)
-                package = package.rpartition(".")[0]
-                if package in self.path_of:
-                    members[package].append(module)
-                    break
+            module = self.module_of[path]
+            package = module.rpartition(".")[0]
+            if package:  # (a package: module names stop at a folder without `__init__.py`)
+                members[package].append(module)
             for name, line, guarded, unit, certain, _ in data["imports"]:
                 if unit == "" and certain and not guarded:
                     target = self._absolute(path, name)
