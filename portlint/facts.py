@@ -93,6 +93,7 @@ CUDA_ONLY_LIBRARIES: dict[str, str] = {
     "flash_mla": "FlashMLA", "nvshmem": "NVSHMEM", "quack": "QuACK (CuTe DSL kernels)",
     "flash_attn_interface": "FlashAttention 3", "cudnn": "cuDNN frontend", "nvtx": "NVTX",
     "numba.cuda": "Numba CUDA", "triton.language.extra.cuda": "Triton's CUDA extras",
+    "smdistributed": "SageMaker distributed (model and data parallel)",
     # AMD
     "aiter": "AITER", "flydsl": "FlyDSL", "wave_lang": "Wave", "amdsmi": "AMD SMI",
     "pyrsmi": "ROCm SMI", "hip.hip": "hip-python", "triton.language.extra.hip": "Triton's HIP extras",

@@ -201,6 +201,29 @@ def test_show_silenced_gives_what_a_rule_holds_back_its_reason_too(tmp_path):
     ]  # fmt: skip
 
 
+def test_what_follows_a_use_of_a_cuda_only_library_in_its_block_runs_only_there(tmp_path):
+    source = (
+        "import torch\n\nif HAVE_SMP:\n    import smdistributed.modelparallel.torch as smp\n\n\n"
+        "def setup(self):\n    if self.use_cpu:\n        self.n_gpu = 0\n"
+        "    elif self.smp:\n"
+        '        device = torch.device("cuda", smp.local_rank())\n'  # 11
+        "        torch.cuda.set_device(device)\n"  # 12
+        "    torch.cuda.synchronize()\n"  # 13: after the block: a finding
+    )
+    tree(tmp_path, {"pkg/args.py": source})
+    result = run_cli(
+        "check", "pkg", "--no-cache", "--show-silenced", "--output-format", "json", cwd=tmp_path
+    )
+    found = [(i["location"]["row"], i.get("silenced")) for i in json.loads(result.stdout)]
+    why = {
+        "kind": "imports",
+        "why": "its block first uses `smp`, of `smdistributed`, which exists only for NVIDIA or "
+        "AMD GPUs",
+        "line": 11,
+    }
+    assert found == [(13, None), (11, why), (12, why)]
+
+
 def test_a_guard_on_a_value_made_only_on_cuda_says_which_value(tmp_path):
     source = (
         "import torch\nfrom pkg.platform import is_cuda\n\n\nclass Block:\n"

@@ -365,6 +365,28 @@ class GuardAnalysis(GuardTests):
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._dispatch_siblings(node.body)
+        # (Not a function's body already marked for using one first: that says more.)
+        uses_libraries = self.library_names and self._infers("imports")
+        if uses_libraries and self.function_stack and node not in self.marked:
+            self._after_library_use(node.body)
+
+    def _after_library_use(self, body: Sequence[cst.BaseStatement]) -> None:
+        """In a function, a block's statements from the first that uses a library that exists
+        only for NVIDIA or AMD GPUs on (``device = torch.device("cuda", smp.local_rank())``,
+        where the module binds ``smp`` under ``if is_sagemaker_mp_enabled():``): off those
+        GPUs that use fails, and what follows it in the block never runs."""
+        function = self.function_stack[-1]
+        parameters = {p.name.value for p in _parameters(function.params)}
+        for index, statement in enumerate(body):
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            used = self._library_name_in(statement, parameters)
+            if used is not None:
+                name, library = used
+                why = f"its block first uses `{name}`, of {library}"
+                for later in body[index:]:
+                    self._mark(later, Silence("imports", why, statement))
+                return
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
         """`guard and expr`: ``expr`` runs only when the guard held (`not guard or expr` too);
@@ -692,6 +714,8 @@ class GuardAnalysis(GuardTests):
                 return
 
     def _library_name_in(self, node: cst.CSTNode, shadowed: set[str]) -> tuple[str, str] | None:
+        """A name of :attr:`library_names` that ``node`` uses whenever it runs (not in a
+        lambda, a comprehension, the arms of ``a if t else b`` or the right of ``and``/``or``)."""
         pending = [node]
         while pending:
             current = pending.pop()
@@ -703,7 +727,11 @@ class GuardAnalysis(GuardTests):
                 pending.append(current.value)  # (not `x.mpu`: an attribute of something else)
             elif isinstance(current, cst.Arg):
                 pending.append(current.value)  # (not a keyword's name)
-            elif not isinstance(current, (cst.Lambda, cst.FunctionDef)):
+            elif isinstance(current, cst.IfExp):
+                pending.append(current.test)
+            elif isinstance(current, cst.BooleanOperation):
+                pending.append(current.left)
+            elif not isinstance(current, (cst.Lambda, cst.FunctionDef, *_COMPREHENSIONS)):
                 pending.extend(children(current))
         return None
 
@@ -949,6 +977,9 @@ def _may_return(block: cst.BaseSuite) -> bool:
         if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.BaseExpression)):
             pending.extend(children(node))
     return False
+
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
 def _may_leave(statement: cst.CSTNode) -> bool:
