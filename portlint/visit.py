@@ -15,7 +15,7 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import BatchableMetadataProvider, MetadataWrapper, ProviderT
 
-from portlint.analysis.cuda_values import cuda_only_values, guarded_imports
+from portlint.analysis.cuda_values import cuda_only_values, guarded_imports, library_loaders
 from portlint.analysis.guards import GuardAnalysis, Silence
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.positions import PositionProvider
@@ -260,7 +260,8 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
             name: f"`{library}`, which exists only for NVIDIA or AMD GPUs"
             for name, library in library_bindings(job.tree, settings.cuda_only_imports).items()
         }
-        | guarded_imports(job.tree),
+        | guarded_imports(job.tree)
+        | library_loaders(job.tree, settings.cuda_only_imports),
         cuda_only_values(job.tree, job.source),
     )
     wrapper.visit_batched([*visitors, guards])

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from portlint.index.reading import LEAF_TYPES, dotted, says_cuda, subclasses
+from portlint.platform import first_import_of
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -438,6 +439,65 @@ def guarded_imports(tree: ast.Module) -> dict[str, str]:
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 elsewhere |= _bound_here(node)
     return {name: why for name, why in guarded.items() if name not in elsewhere}
+
+
+def library_loaders(tree: ast.Module, libraries: tuple[str, ...]) -> dict[str, str]:
+    """The module's top-level functions that import one of ``libraries`` before anything in them
+    can return (a loader: ``def _driver_modules(): from cuda.bindings import driver``), bound
+    nowhere else, each with what says so: a call of one fails wherever the library is missing,
+    as the import does. (Not a generator or a coroutine: calling one runs nothing.)"""
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or _suspends(node):
+            continue
+        for statement in node.body:
+            if isinstance(statement, (ast.Import, ast.ImportFrom)) and not getattr(
+                statement, "level", 0
+            ):
+                module = getattr(statement, "module", None)  # (`from cuda import cudart` too)
+                imported = [f"{module}.{a.name}" if module else a.name for a in statement.names]
+                library = first_import_of([(n, 0) for n in [module or "", *imported]], libraries)
+                if library is not None:
+                    found[node.name] = (
+                        f"`{library[0]}`, which exists only for NVIDIA or AMD GPUs "
+                        f"(`{node.name}` imports it, line {statement.lineno})"
+                    )
+                    break
+            if _may_leave(statement):
+                break
+    if not found:
+        return found
+    elsewhere: set[str] = set()
+    for statement in tree.body:
+        if not (isinstance(statement, ast.FunctionDef) and statement.name in found):
+            elsewhere |= _bound_here(statement)
+    names = [s.name for s in tree.body if isinstance(s, ast.FunctionDef)]
+    twice = {name for name in found if names.count(name) > 1}
+    return {name: why for name, why in found.items() if name not in elsewhere | twice}
+
+
+def _suspends(function: ast.FunctionDef) -> bool:
+    """Whether ``function`` is a generator (a ``yield`` of its own)."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _may_leave(statement: ast.stmt) -> bool:
+    """Whether a statement of a function's body can end it (a ``return`` or ``raise`` in it)."""
+    pending: list[ast.AST] = [statement]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Return, ast.Raise)):
+            return True
+        if not isinstance(node, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _bound_here(statement: ast.stmt) -> set[str]:
