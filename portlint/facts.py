@@ -97,6 +97,7 @@ CUDA_ONLY_LIBRARIES: dict[str, str] = {
     # AMD
     "aiter": "AITER", "flydsl": "FlyDSL", "wave_lang": "Wave", "amdsmi": "AMD SMI",
     "pyrsmi": "ROCm SMI", "hip.hip": "hip-python", "triton.language.extra.hip": "Triton's HIP extras",
+    "mori": "MoRI (ROCm's RDMA and expert-parallel communication)",
     # Both (the torch device type is "cuda" on each)
     "flash_attn": "FlashAttention", "mscclpp": "MSCCL++", "megatron": "Megatron-LM / Megatron Core",
 }  # fmt: skip
@@ -109,7 +110,7 @@ CUDA_WORDS = frozenset({
     "cuda", "cudnn", "cublas", "cublaslt", "cutlass", "cute", "cutedsl", "nccl", "nvidia",
     "nvshmem", "nvfp4", "nvtx", "nvml", "trtllm", "tensorrt", "flashinfer", "deepgemm", "deepep",
     "flashmla", "hopper", "blackwell",
-    "rocm", "hip", "hipblaslt", "rccl", "amd", "aiter", "cdna", "mi300", "mi325", "mi355",
+    "rocm", "hip", "hipblaslt", "rccl", "amd", "aiter", "mori", "cdna", "mi300", "mi325", "mi355",
 })  # fmt: skip
 CUDA_ARCHITECTURE = r"(?:sm|gfx)\d{2,4}[a-z]?"  # sm90, sm100a, gfx942
 # Devices other than CUDA and ROCm that torch runs on: a check for one is a dispatch over devices.

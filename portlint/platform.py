@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import functools
 import itertools
+import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -183,6 +184,32 @@ def _parts_below(path: str, root: str) -> list[str]:
     if parts:
         parts[-1] = PurePath(parts[-1]).stem
     return [p for p in parts if p not in ("..", ".")]
+
+
+def foreign_libraries(path: str, root: str, libraries: Iterable[str]) -> tuple[str, ...]:
+    """``libraries`` but those that the module at ``path`` is part of (below ``root``, the
+    project's folder): a project that is itself a library of the table (Megatron Core, whose
+    modules import ``megatron.core``) imports its own modules, not a CUDA-only library."""
+    return _foreign(tuple(_parts_below(path, root)[:-1]), root, tuple(libraries))
+
+
+@functools.lru_cache(maxsize=256)  # (per folder: most files share theirs with others)
+def _foreign(folders: tuple[str, ...], root: str, libraries: tuple[str, ...]) -> tuple[str, ...]:
+    if not folders or not any(library.partition(".")[0] in folders for library in libraries):
+        return libraries
+    return tuple(library for library in libraries if not _holds(folders, root, library))
+
+
+def _holds(folders: tuple[str, ...], root: str, library: str) -> bool:
+    """Whether a folder of ``folders`` (the path below ``root``) is ``library``'s package: it
+    has the library's first name, and holds the rest of it (``cuda.bindings``: ``cuda/bindings``)."""
+    first, *rest = library.split(".")
+    for index, folder in enumerate(folders):
+        if folder == first:
+            target = os.path.join(root, *folders[: index + 1], *rest)
+            if not rest or os.path.isdir(target) or os.path.isfile(f"{target}.py"):
+                return True
+    return False
 
 
 def top_level_imports(tree: ast.Module) -> Iterator[tuple[str, int]]:

@@ -26,7 +26,12 @@ from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
 from portlint.fix import FixMaker
 from portlint.index.reading import cuda_questions
-from portlint.platform import ModulePlatform, library_bindings, module_platform
+from portlint.platform import (
+    ModulePlatform,
+    foreign_libraries,
+    library_bindings,
+    module_platform,
+)
 from portlint.registry import all_rules
 from portlint.rule import FileContext, Report, Rule
 from portlint.rules.port001_unused_noqa import UnusedNoqa
@@ -74,9 +79,8 @@ def lint_parsed(
     visiting = [rule for rule in rules if rule is not UnusedNoqa and shown[rule.evidence]]
     module = None
     if any(rule.guardable for rule in visiting):
-        module = module_platform(
-            path, settings.root, tree, settings.cuda_only_imports, settings.platform_inferences
-        )
+        libraries = foreign_libraries(path, settings.root, settings.cuda_only_imports)
+        module = module_platform(path, settings.root, tree, libraries, settings.platform_inferences)
         if module is not None and silenced is None:
             visiting = [rule for rule in visiting if not rule.guardable]
     violations: list[Violation] = []
@@ -250,18 +254,19 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
         fixes = _fix_maker(job, wrapper, positions)
         reports = _held_back(job, context.reports, positions)
         return [report.violation(job.path, positions, fixes) for report in reports]
+    libraries = foreign_libraries(job.path, settings.root, settings.cuda_only_imports)
     guards = GuardAnalysis(
         settings.guard_functions,
         settings.platform_inferences,
-        settings.cuda_only_imports,
+        libraries,
         wrapper.source,
         cuda_questions(job.tree),
         {
             name: f"`{library}`, which exists only for NVIDIA or AMD GPUs"
-            for name, library in library_bindings(job.tree, settings.cuda_only_imports).items()
+            for name, library in library_bindings(job.tree, libraries).items()
         }
         | guarded_imports(job.tree)
-        | library_loaders(job.tree, settings.cuda_only_imports),
+        | library_loaders(job.tree, libraries),
         cuda_only_values(job.tree, job.source),
     )
     wrapper.visit_batched([*visitors, guards])

@@ -192,6 +192,25 @@ def test_a_module_that_imports_a_module_needing_a_cuda_only_library_needs_it_too
     assert why["trt/sub/deep.py"]["why"] == "its package `pkg.trt.sub` " + needs.format("tensorrt")
 
 
+def test_a_project_that_is_a_library_of_the_table_imports_its_own_modules(tmp_path):
+    """Megatron Core is `megatron` of the table: linted itself, its `import megatron.core...`
+    are its own modules; a project that uses it imports a CUDA-only library."""
+    uses = "import torch\n\nfrom megatron.core import parallel\n\n\ndef f():\n    torch.cuda.synchronize()\n"
+    files = {
+        "pyproject.toml": "",
+        "megatron/core/__init__.py": "",
+        "megatron/core/parallel.py": "",
+        "megatron/core/utils.py": uses,
+    }
+    tree(tmp_path, files)
+    result = run_cli("check", "megatron", "--no-cache", "--output-format", "concise", cwd=tmp_path)
+    assert [line.split(" ")[0] for line in result.stdout.splitlines() if " PORT" in line] == [
+        "megatron/core/utils.py:7:5:"
+    ]
+    _project(tmp_path, {"pkg/train.py": uses})  # (another project's module)
+    assert _findings(tmp_path, "--no-cache") == []
+
+
 @pytest.mark.parametrize(
     "importer",
     [

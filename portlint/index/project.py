@@ -36,7 +36,7 @@ from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
 from portlint.index.int64 import refine
 from portlint.index.kernels import functions_in
-from portlint.platform import first_import_of, module_platform_from
+from portlint.platform import first_import_of, foreign_libraries, module_platform_from
 from portlint.settings import Settings
 from portlint.speed.cut import parse_ast
 
@@ -194,9 +194,9 @@ class Project:
         exists only for NVIDIA or AMD GPUs (the ``imports`` inference of a module), and those
         that import such a module of the project the same way, or sit in a package whose
         ``__init__`` is one: importing them fails wherever the library is missing."""
-        libraries = tuple(self.settings.cuda_only_imports)
+        root, table = self.settings.root, self.settings.cuda_only_imports
         for path, data in self.facts.items():
-            found = first_import_of(data["top_imports"], libraries)
+            found = first_import_of(data["top_imports"], foreign_libraries(path, root, table))
             if found is not None:
                 self.unimportable[self.module_of[path]] = Needs(found[0], "", found[1])
         if not self.unimportable:
@@ -242,11 +242,12 @@ class Project:
             if needs.via:  # (the others: their own imports, a verdict the file's lint gave)
                 self.confined_modules.setdefault(module, needs.why())
         for path, data in self.facts.items():
+            root = self.settings.root
             own = module_platform_from(
                 path,
-                self.settings.root,
+                root,
                 data["top_imports"],
-                self.settings.cuda_only_imports,
+                foreign_libraries(path, root, self.settings.cuda_only_imports),
                 self.settings.platform_inferences,
             )
             if own is not None:
