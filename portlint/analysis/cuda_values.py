@@ -448,23 +448,25 @@ def library_loaders(tree: ast.Module, libraries: tuple[str, ...]) -> dict[str, s
     as the import does. (Not a generator or a coroutine: calling one runs nothing.)"""
     found: dict[str, str] = {}
     for node in tree.body:
-        if not isinstance(node, ast.FunctionDef) or _suspends(node):
+        if not isinstance(node, ast.FunctionDef):
             continue
-        for statement in node.body:
-            if isinstance(statement, (ast.Import, ast.ImportFrom)) and not getattr(
-                statement, "level", 0
-            ):
-                module = getattr(statement, "module", None)  # (`from cuda import cudart` too)
-                imported = [f"{module}.{a.name}" if module else a.name for a in statement.names]
-                library = first_import_of([(n, 0) for n in [module or "", *imported]], libraries)
-                if library is not None:
-                    found[node.name] = (
-                        f"`{library[0]}`, which exists only for NVIDIA or AMD GPUs "
-                        f"(`{node.name}` imports it, line {statement.lineno})"
-                    )
-                    break
-            if _may_leave(statement):
-                break
+        for index, statement in enumerate(node.body):  # (its own statements: cheap to look at)
+            if isinstance(statement, ast.ImportFrom) and not statement.level:
+                module = statement.module  # (`from cuda import cudart` too)
+            elif isinstance(statement, ast.Import):
+                module = None
+            else:
+                continue
+            imported = [f"{module}.{a.name}" if module else a.name for a in statement.names]
+            library = first_import_of([(n, 0) for n in [module or "", *imported]], libraries)
+            if library is None:
+                continue
+            if not any(map(_may_leave, node.body[:index])) and not _suspends(node):
+                found[node.name] = (
+                    f"`{library[0]}`, which exists only for NVIDIA or AMD GPUs "
+                    f"(`{node.name}` imports it, line {statement.lineno})"
+                )
+            break
     if not found:
         return found
     elsewhere: set[str] = set()

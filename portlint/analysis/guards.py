@@ -140,6 +140,9 @@ class GuardAnalysis(GuardTests):
         self.inferences = inferences
         # Nodes that run only on CUDA (with everything under them), and why.
         self.marked: dict[cst.CSTNode, Silence] = {}
+        # Blocks of functions, with their function, whose statements after a use of one of
+        # ``library_names`` are marked once a query walks through them (:meth:`_within`).
+        self.library_blocks: dict[cst.CSTNode, cst.FunctionDef] = {}
         self.tests: dict[cst.CSTNode, Test] = {}
         self.functions: dict[str, cst.FunctionDef] = {}
         self.callers: dict[cst.FunctionDef, list[cst.Call]] = {}
@@ -368,14 +371,15 @@ class GuardAnalysis(GuardTests):
         # (Not a function's body already marked for using one first: that says more.)
         uses_libraries = self.library_names and self._infers("imports")
         if uses_libraries and self.function_stack and node not in self.marked:
-            self._after_library_use(node.body)
+            self.library_blocks[node] = self.function_stack[-1]  # (read when asked: _within)
 
-    def _after_library_use(self, body: Sequence[cst.BaseStatement]) -> None:
+    def _after_library_use(
+        self, body: Sequence[cst.BaseStatement], function: cst.FunctionDef
+    ) -> None:
         """In a function, a block's statements from the first that uses a library that exists
         only for NVIDIA or AMD GPUs on (``device = torch.device("cuda", smp.local_rank())``,
         where the module binds ``smp`` under ``if is_sagemaker_mp_enabled():``): off those
         GPUs that use fails, and what follows it in the block never runs."""
-        function = self.function_stack[-1]
         parameters = {p.name.value for p in _parameters(function.params)}
         for index, statement in enumerate(body):
             if not isinstance(statement, cst.SimpleStatementLine):
@@ -818,6 +822,10 @@ class GuardAnalysis(GuardTests):
         is called)."""
         child = None
         while node is not None:
+            parent = self.parents.get(node)
+            if parent in self.library_blocks and isinstance(parent, cst.IndentedBlock):
+                # (A walk of the block: only where a query asks.)
+                self._after_library_use(parent.body, self.library_blocks.pop(parent))
             silence = self.marked.get(node)
             if silence is not None:
                 return silence
@@ -828,7 +836,7 @@ class GuardAnalysis(GuardTests):
             ):
                 why = f"every call of `{node.name.value}` in the module runs only on CUDA"
                 return Silence("guard", why, node)
-            child, node = node, self.parents.get(node)
+            child, node = node, parent
         return None
 
     def guarded_functions(self) -> set[cst.FunctionDef]:
