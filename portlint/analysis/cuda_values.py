@@ -34,7 +34,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from portlint.index.reading import LEAF_TYPES, dotted, says_cuda, subclasses
+from portlint.index.reading import LEAF_TYPES, dotted, holds_own, says_cuda, subclasses, yields
 from portlint.platform import first_import_of
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -461,7 +461,7 @@ def library_loaders(tree: ast.Module, libraries: tuple[str, ...]) -> dict[str, s
             library = first_import_of([(n, 0) for n in [module or "", *imported]], libraries)
             if library is None:
                 continue
-            if not any(map(_may_leave, node.body[:index])) and not _suspends(node):
+            if not holds_own(node.body[:index], (ast.Return, ast.Raise)) and not yields(node):
                 found[node.name] = (
                     f"`{library[0]}`, which exists only for NVIDIA or AMD GPUs "
                     f"(`{node.name}` imports it, line {statement.lineno})"
@@ -476,30 +476,6 @@ def library_loaders(tree: ast.Module, libraries: tuple[str, ...]) -> dict[str, s
     names = [s.name for s in tree.body if isinstance(s, ast.FunctionDef)]
     twice = {name for name in found if names.count(name) > 1}
     return {name: why for name, why in found.items() if name not in elsewhere | twice}
-
-
-def _suspends(function: ast.FunctionDef) -> bool:
-    """Whether ``function`` is a generator (a ``yield`` of its own)."""
-    pending: list[ast.AST] = list(function.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            return True
-        if not isinstance(node, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
-            pending.extend(ast.iter_child_nodes(node))
-    return False
-
-
-def _may_leave(statement: ast.stmt) -> bool:
-    """Whether a statement of a function's body can end it (a ``return`` or ``raise`` in it)."""
-    pending: list[ast.AST] = [statement]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.Return, ast.Raise)):
-            return True
-        if not isinstance(node, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
-            pending.extend(ast.iter_child_nodes(node))
-    return False
 
 
 def _bound_here(statement: ast.stmt) -> set[str]:

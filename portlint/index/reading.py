@@ -274,7 +274,7 @@ def _answers_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
             answered = answered or not _one_query(value)
         else:
             return False  # (most functions, at their first return)
-    return answered and not _yields(function)
+    return answered and not yields(function)
 
 
 def _one_query(test: ast.expr) -> bool:
@@ -317,12 +317,18 @@ def _returns_of(body: list[ast.stmt]) -> Iterator[tuple[ast.expr | None, int]]:
                 pending.extend(reversed(getattr(node, field, ())))
 
 
-def _yields(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+def yields(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether ``function`` is a generator (a ``yield`` of its own, not of a function in it)."""
-    pending: list[ast.AST] = list(function.body)
+    return holds_own(function.body, (ast.Yield, ast.YieldFrom))
+
+
+def holds_own(nodes: list[ast.stmt], kinds: tuple[type, ...]) -> bool:
+    """Whether a node of one of ``kinds`` is in ``nodes``, outside the functions, classes and
+    lambdas defined there."""
+    pending: list[ast.AST] = list(nodes)
     while pending:
         node = pending.pop()
-        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+        if isinstance(node, kinds):
             return True
         if not isinstance(node, (*FUNCTIONS, ast.ClassDef, ast.Lambda)):
             pending.extend(ast.iter_child_nodes(node))
