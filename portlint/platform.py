@@ -187,29 +187,33 @@ def _parts_below(path: str, root: str) -> list[str]:
 
 
 def foreign_libraries(path: str, root: str, libraries: Iterable[str]) -> tuple[str, ...]:
-    """``libraries`` but those that the module at ``path`` is part of (below ``root``, the
-    project's folder): a project that is itself a library of the table (Megatron Core, whose
-    modules import ``megatron.core``) imports its own modules, not a CUDA-only library."""
-    return _foreign(tuple(_parts_below(path, root)[:-1]), root, tuple(libraries))
+    """``libraries`` but the one the module at ``path`` is part of: a project that is itself a
+    library of the table (Megatron Core, whose modules import ``megatron.core``) imports its own
+    modules, not a CUDA-only library. The project's package is its top folder below ``root``
+    (below ``src/`` in a src layout); a copy of a library vendored deeper is imported under the
+    project's name, and an absolute import of the library's name is the library itself."""
+    folders = _parts_below(path, root)[:-1]
+    if folders[:1] == ["src"]:
+        folders = folders[1:]
+    return _foreign(os.path.join(root, *folders[:1]) if folders else "", tuple(libraries))
 
 
-@functools.lru_cache(maxsize=256)  # (per folder: most files share theirs with others)
-def _foreign(folders: tuple[str, ...], root: str, libraries: tuple[str, ...]) -> tuple[str, ...]:
-    if not folders or not any(library.partition(".")[0] in folders for library in libraries):
+@functools.lru_cache(maxsize=64)
+def _foreign(package: str, libraries: tuple[str, ...]) -> tuple[str, ...]:
+    name = os.path.basename(package)
+    if not name or not any(library.partition(".")[0] == name for library in libraries):
         return libraries
-    return tuple(library for library in libraries if not _holds(folders, root, library))
+    return tuple(library for library in libraries if not _holds(package, library))
 
 
-def _holds(folders: tuple[str, ...], root: str, library: str) -> bool:
-    """Whether a folder of ``folders`` (the path below ``root``) is ``library``'s package: it
-    has the library's first name, and holds the rest of it (``cuda.bindings``: ``cuda/bindings``)."""
+def _holds(package: str, library: str) -> bool:
+    """Whether the folder ``package`` is ``library``'s: it has the library's first name and
+    holds the rest of it (``cuda.bindings``: ``cuda/bindings``)."""
     first, *rest = library.split(".")
-    for index, folder in enumerate(folders):
-        if folder == first:
-            target = os.path.join(root, *folders[: index + 1], *rest)
-            if not rest or os.path.isdir(target) or os.path.isfile(f"{target}.py"):
-                return True
-    return False
+    target = os.path.join(package, *rest)
+    return os.path.basename(package) == first and (
+        not rest or os.path.isdir(target) or os.path.isfile(f"{target}.py")
+    )
 
 
 def top_level_imports(tree: ast.Module) -> Iterator[tuple[str, int]]:

@@ -241,8 +241,8 @@ class Project:
         for module, needs in self.unimportable.items():
             if needs.via:  # (the others: their own imports, a verdict the file's lint gave)
                 self.confined_modules.setdefault(module, needs.why())
+        root = self.settings.root
         for path, data in self.facts.items():
-            root = self.settings.root
             own = module_platform_from(
                 path,
                 root,
