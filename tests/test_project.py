@@ -207,7 +207,10 @@ def test_a_project_that_is_a_library_of_the_table_imports_its_own_modules(tmp_pa
     assert [line.split(" ")[0] for line in result.stdout.splitlines() if " PORT" in line] == [
         "megatron/core/utils.py:7:5:"
     ]
-    _project(tmp_path, {"pkg/train.py": uses})  # (another project's module)
+    # Another project's module; a copy vendored deeper, whose absolute import is the library.
+    vendored = "import torch\nimport megatron\n\n\ndef f():\n    torch.cuda.synchronize()\n"
+    files = {"pkg/train.py": uses, "pkg/third_party/megatron/ops.py": vendored}
+    _project(tmp_path, {**files, "pkg/third_party/__init__.py": ""})
     assert _findings(tmp_path, "--no-cache") == []
 
 
