@@ -46,7 +46,8 @@ class HardcodedCudaDevice(Rule):
     Silent inside CUDA-only platform guards (`if torch.cuda.is_available():`,
     `if not current_platform.is_cuda(): return`, ...) and in `cuda-only-paths`, and where the
     device is data for a test double: given to `Mock(...)`/`patch(...)` or as a mock's
-    `return_value`/`side_effect`, or the expected arguments of `assert_called_with(...)`.
+    `return_value`/`side_effect`, or the expected arguments of `assert_called_with(...)`, or
+    held in a local that the function uses only so and in assertions.
 
     ## Why is this bad?
     The code then runs only where the accelerator is an NVIDIA (or ROCm) GPU. On Intel XPU,
@@ -121,8 +122,21 @@ class HardcodedCudaDevice(Rule):
         "import torch\nfrom unittest.mock import MagicMock\nt = MagicMock(device=torch.device('cuda'))\n",
         "import torch\nget.return_value = torch.device('cuda')\n",
         "model.to.assert_called_once_with('cuda')\nmove.assert_called_with(x, device='cuda')\n",
+        "import torch\nfrom unittest import mock\ndef test_device(self, m):\n"
+        "    device = torch.device('cuda', 3)\n"
+        "    with mock.patch.object(m, 'get_device', return_value=device):\n"
+        "        self.assertEqual(m.device, device)\n",
     ]
     INVALID = [
+        # A local given to a test double and used for real too: a device the test runs on.
+        Invalid(
+            "import torch\nfrom unittest import mock\ndef test_device(m):\n"
+            "    device = torch.device('cuda')\n"
+            "    with mock.patch.object(m, 'get_device', return_value=device):\n"
+            "        return torch.zeros(1, device=device)\n",
+            4,
+            14,
+        ),
         Invalid(
             "import torch\ndef warmup(worker):\n    device = torch.device('cuda')\n",
             3,
@@ -334,9 +348,62 @@ class HardcodedCudaDevice(Rule):
                     ),
                     None,
                 )
-                return _test_double(f".{answer} = ...", current) if answer else None
+                if answer:
+                    return _test_double(f".{answer} = ...", current)
+                target = current.targets[0].target if len(current.targets) == 1 else None
+                return self._given_to_doubles(target, current) if target else None
             current = self.get_metadata(ParentProvider, current, None)
         return None
+
+    def _given_to_doubles(self, target: cst.BaseAssignTargetExpression, at: cst.Assign) -> Quiet:
+        """Where a local of a function holds the device only for test doubles: every use of it
+        there is a mock's ``return_value=``/``side_effect=`` or in an assertion, and one at least
+        a mock's (``device = torch.device("cuda", 3)``, then ``patch.object(m, "get_device",
+        return_value=device)`` and ``assertEqual(model.device, device)``)."""
+        function = self._enclosing_function(at)
+        if not isinstance(target, cst.Name) or function is None:
+            return None
+        given: cst.Arg | None = None
+        pending: list[cst.CSTNode] = [function.body]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, cst.Name) and node.value == target.value and node is not target:
+                parent = self.get_metadata(ParentProvider, node, None)
+                if isinstance(parent, cst.Attribute) and parent.attr is node:
+                    continue  # (`x.device`: another name)
+                if isinstance(parent, cst.Arg) and parent.keyword is not None:
+                    if parent.keyword is node:
+                        continue  # (`f(device=...)`: a keyword)
+                    if parent.value is node and parent.keyword.value in MOCK_ANSWERS:
+                        given = parent
+                        continue
+                if not self._asserted(node):
+                    return None
+            pending.extend(node.children)
+        if given is None or given.keyword is None:
+            return None
+        return _test_double(f"{given.keyword.value}={target.value}", given)
+
+    def _enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        current: cst.CSTNode | None = node
+        while current is not None and not isinstance(current, cst.FunctionDef):
+            current = self.get_metadata(ParentProvider, current, None)
+        return current
+
+    def _asserted(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` is in an ``assert`` or among the arguments of an assertion
+        (``self.assertEqual(...)``, ``mocked.assert_called_with(...)``)."""
+        current: cst.CSTNode | None = node
+        while current is not None and not isinstance(current, cst.BaseStatement):
+            parent = self.get_metadata(ParentProvider, current, None)
+            if isinstance(current, cst.Assert):
+                return True
+            if isinstance(parent, cst.Call) and current is not parent.func:
+                callee = dotted_name(parent.func) or ""
+                if callee.rpartition(".")[2].startswith("assert"):
+                    return True
+            current = parent
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         # (Each finding below is a CUDA device literal given as an argument: other calls, most
