@@ -48,6 +48,8 @@ from portlint.speed.process import without_cycle_collection
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
+    from portlint.speed.reuse import Parts
+
 # Below this many files to parse, a process pool costs more to start than it saves.
 MIN_FILES_PER_WORKER = 8
 # Seconds one file may take (its read for the index, its parse and every rule) before its process
@@ -192,6 +194,7 @@ def lint_source(
     silenced: list[Silenced] | None = None,
     tree: ast.Module | Violation | Unparsed = UNPARSED,
     facts: dict | None = None,
+    parts: Parts | None = None,
 ) -> list[Violation]:
     """Lint one file's text: findings after suppressions, or one diagnostic if it does not parse.
 
@@ -207,6 +210,8 @@ def lint_source(
     ``facts``: the file's facts for the project index (:func:`portlint.index.reading.read_module`),
     where the caller joins them with the other files' and judges the findings with the whole
     project (the rules' notes are added to them); without them the file is judged alone.
+    ``parts``: what the last lint of this file parsed, reused where its text is unchanged (the
+    editor's: :mod:`portlint.speed.reuse`).
     """
     enabled = settings.codes_for(path)
     if codes is None:
@@ -220,8 +225,9 @@ def lint_source(
         # (On again once lint_parsed has returned and the trees it made are freed: on while they
         # live, the collector would look at every node of them.)
         found = lint_parsed(
-            path, source, settings, codes, enabled, fix_edits, speedups, silenced, tree, notes
-        )
+            path, source, settings, codes, enabled, fix_edits, speedups, silenced, tree, notes,
+            parts,
+        )  # fmt: skip
     if facts is not None:
         facts["notes"] = notes
         return found

@@ -37,6 +37,7 @@ from portlint.docs import rule_url
 from portlint.engine import lint_source
 from portlint.findings import SAFE, Edit, Fix, Violation, split_lines
 from portlint.settings import Settings
+from portlint.speed.reuse import Parts
 from portlint.suppression import FILE_NOQA, LINE_NOQA, PORTLINT_CODE, add_noqa
 
 # How long after a change the text is linted: long enough for the messages an editor has already
@@ -66,6 +67,8 @@ class Lint:
     violations: list[Violation]  # their fixes carry no edits
     # By code: the same findings with their fix edits, computed when a code action needs them.
     with_edits: dict[str, list[Violation]] = field(default_factory=dict)
+    # What LibCST parsed of it, by part: the next version parses again only the parts it changed.
+    parts: Parts = field(default_factory=Parts)
 
     @functools.cached_property
     def lines(self) -> list[str]:
@@ -93,12 +96,13 @@ def lint_text(path: str, version: int | None, source: str, previous: Lint | None
         settings = settings_for(path)
     except ConfigError as error:
         return Lint(version, source, None, [Violation(path, 1, 1, None, f"portlint: {error}")])
+    parts = previous.parts if previous else Parts()
     if previous and previous.source == source and previous.settings == settings:
-        return Lint(version, source, settings, previous.violations, previous.with_edits)
+        return Lint(version, source, settings, previous.violations, previous.with_edits, parts)
     if is_excluded(Path(path), settings):
-        return Lint(version, source, settings, [])
-    found = lint_source(path, source, settings, fix_edits=False, speedups=True)
-    return Lint(version, source, settings, found)
+        return Lint(version, source, settings, [], parts=parts)
+    found = lint_source(path, source, settings, fix_edits=False, speedups=True, parts=parts)
+    return Lint(version, source, settings, found, parts=parts)
 
 
 Key = tuple[str, int, int]  # a finding's code, line and column: what a code action is about

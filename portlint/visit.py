@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +39,7 @@ from portlint.settings import Settings
 from portlint.speed.cut import NOTHING, UNPARSED, Unparsed, parse_ast, slice_source
 from portlint.speed.gate import shows_evidence
 from portlint.speed.process import parse_unvalidated
+from portlint.speed.reuse import Parts
 from portlint.suppression import apply_suppressions, cuda_waiver_lines, marker_lines
 
 
@@ -53,6 +54,7 @@ def lint_parsed(
     silenced: list[Silenced] | None = None,
     tree: ast.Module | Violation | Unparsed = UNPARSED,
     notes: dict[str, list] | None = None,
+    parts: Parts | None = None,
 ) -> list[Violation]:
     """Run the rules ``codes`` on ``source``, apply suppressions, then check unused ``noqa``.
 
@@ -67,9 +69,10 @@ def lint_parsed(
     findings that the code's account of its platform silenced, with the reasons. ``tree``:
     Python's verdict on ``source`` (:func:`portlint.bounds.python_verdict`), where the caller
     has it. ``notes``, where given, gets what the rules tell the project index
-    (:attr:`FileContext.notes`, nodes given as positions)."""
+    (:attr:`FileContext.notes`, nodes given as positions). ``parts``: the parts of this file
+    that its last lint parsed, to be parsed again only where they changed (the editor's)."""
     if tree is UNPARSED:
-        tree = python_verdict(path, source)
+        tree = python_verdict(path, source, parts.known if parts is not None else None)
     if isinstance(tree, Violation):  # Python refuses it, or it is past portlint's bounds
         return [tree]
     rules = [all_rules()[code] for code in codes]
@@ -85,7 +88,9 @@ def lint_parsed(
             visiting = [rule for rule in visiting if not rule.guardable]
     violations: list[Violation] = []
     if visiting:
-        job = _Job(path, source, tree, settings, fix_edits, speedups, silenced, module, notes)
+        job = _Job(
+            path, source, tree, settings, fix_edits, speedups, silenced, module, notes, parts
+        )  # fmt: skip
         try:
             violations = _violations(job, visiting)
         except RecursionError:
@@ -114,6 +119,7 @@ class _Job:
     silenced: list[Silenced] | None
     module: ModulePlatform | None  # why the whole module runs only on CUDA, if it does
     notes: dict[str, list] | None  # where to give the rules' notes to the project index
+    parts: Parts | None = None  # the parts of the file its last lint parsed (the editor's)
 
 
 def _waived(
@@ -165,13 +171,13 @@ def _violations(job: _Job, rules: list[type[Rule]]) -> list[Violation]:
     parse = parse_unvalidated if job.speedups else cst.parse_module
     if cut is not None:
         try:
-            module, text = _parsed(parse, cut.text)
+            module, text = _parsed(parse, cut.text, job.parts, cut.statements, cut.lines)
         except cst.ParserSyntaxError:
             pass  # (parsed whole below)
         else:
             return _visit(job, _Wrapper(module, text, cut.statements, cut.lines), rules)
     try:
-        module, text = _parsed(parse, source)
+        module, text = _parsed(parse, source, job.parts, tree.body, None)
     except cst.ParserSyntaxError as error:
         reason = error.message.splitlines()[0]
         message = f"not analysed: Python accepts this file but LibCST cannot parse it ({reason})"
@@ -184,11 +190,21 @@ def _violations(job: _Job, rules: list[type[Rule]]) -> list[Violation]:
 DANGLING_CONTINUATION = re.compile(r"(?:[ \t\f]*\\(?:\r\n|\r|\n))+[ \t\f]*\Z")
 
 
-def _parsed(parse: Callable[[str], cst.Module], text: str) -> tuple[cst.Module, str]:
+def _parsed(
+    parse: Callable[[str], cst.Module],
+    text: str,
+    parts: Parts | None = None,
+    statements: Sequence[ast.stmt] = (),
+    lines: Sequence[int] | None = None,
+) -> tuple[cst.Module, str]:
     """``text`` parsed by LibCST, and the text it parsed: ``text``, or, where LibCST refuses a
     dangling continuation that Python accepts, ``text`` without it (every line before keeps its
-    place, so positions and line edits hold for the file)."""
+    place, so positions and line edits hold for the file). With ``parts``, ``text`` (whose
+    top-level statements are ``statements``, on the file's ``lines``) is parsed in parts, those
+    known from the file's last lint reused (:mod:`portlint.speed.reuse`)."""
     try:
+        if parts is not None:
+            return parts.parse(parse, text, statements, lines), text
         return parse(text), text
     except cst.ParserSyntaxError:
         trimmed = DANGLING_CONTINUATION.sub("", text)

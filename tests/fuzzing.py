@@ -22,6 +22,7 @@ from portlint.engine import SourceError, decode_source, fix_source, lint_source
 from portlint.findings import applicable
 from portlint.settings import Settings
 from portlint.speed.gate import codes_with_triggers_in
+from portlint.speed.reuse import Parts
 
 # Statements holding the strings the rules look for, put at statement boundaries.
 TRIGGERS = (
@@ -105,6 +106,15 @@ def check(data: bytes, path: str = "m.py") -> str:
         return "refused"
     if not codes_with_triggers_in(source, FIXING.select):
         return "unparsed"
+    # The editor's way: the parts of another text (this one less its middle line) reused.
+    editor, settings = Parts(), WAYS[0][0]
+    lines = source.splitlines(keepends=True)
+    other = "".join(lines[: len(lines) // 2] + lines[len(lines) // 2 + 1 :])
+    lint_source(path, other, settings, fix_edits=False, parts=editor)
+    if lint_source(path, source, settings, fix_edits=False, parts=editor) != lint_source(
+        path, source, settings, fix_edits=False
+    ):
+        raise Disagreement("the editor's lint, reusing another text's parts, differs")
     for settings, fix_edits in WAYS:
         found = lint_source(path, source, settings, fix_edits=fix_edits)
         diagnostics = [v for v in found if v.code is None]

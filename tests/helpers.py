@@ -13,6 +13,12 @@ from portlint.findings import Violation
 from portlint.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
+# The repository's own Python files: what partial parsing and the editor's reuse are checked on.
+OWN_CODE = sorted(
+    path
+    for folder in ("tests/fixtures", "tests/seeds", "reference_impl", "portlint")
+    for path in (REPO / folder).rglob("*.py")
+)
 BUGGY = 'import torch\nd = torch.device("cuda")\n'
 # The nine PORT4xx rules: references to CUDA-only torch APIs.
 CUDA_API = frozenset(code for code in CATALOG if code.startswith("PORT4"))

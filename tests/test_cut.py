@@ -9,17 +9,11 @@ from portlint.engine import lint_source
 from portlint.registry import all_rules
 from portlint.settings import Settings
 from portlint.speed.cut import NOTHING, parse_ast
-from tests.helpers import CUDA_API, REPO, in_place
+from tests.helpers import CUDA_API, OWN_CODE, REPO, in_place
 from tests.helpers import cut as cut_of
 
-PARTIAL_CORPUS = sorted(
-    path
-    for folder in ("tests/fixtures", "tests/seeds", "reference_impl", "portlint")
-    for path in (REPO / folder).rglob("*.py")
-)
 
-
-@pytest.mark.parametrize("path", PARTIAL_CORPUS, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", OWN_CODE, ids=lambda p: str(p.relative_to(REPO)))
 def test_partial_parsing_finds_exactly_what_whole_files_find(path):
     source = path.read_text()
     codes = frozenset(all_rules())
