@@ -9,20 +9,23 @@ function of vLLM's 7,000-line ``gpu_model_runner.py`` parses that method, not th
 its cut (about 90 ms).
 
 The parts: the module's top-level statements, in runs; a class that is a run of its own is cut
-again into its body's statements (the file above is one class). A run ends where the next
-statement starts after nothing but empty lines: LibCST gives those lines to the next statement
-(``leading_lines``), as it gives them to the first statement of a part parsed alone (to the
-module's ``header`` at the top, moved to the statement here). A comment or a line of spaces
-between two statements can belong to either in LibCST's tree (to the block above when it is
-indented deeper), so there the two stay in one part. A class's body part is parsed after the
-class's own header lines (``class A(Base):``), and its statements are taken from that class.
+again into runs of its body's statements (the file above is one class); a run of fewer than
+:data:`MIN_LINES` lines is joined to the next. A run may end where the next statement starts
+after nothing but empty lines and comment lines at that statement's own indentation: LibCST gives
+those lines to the statement below (``leading_lines``), as it gives them to the first statement of
+a part parsed alone (to the module's ``header`` at the top, moved to the statement here). A line
+of spaces or a comment indented deeper may belong to the block above (its ``footer``), so there
+the statements stay in one part. A class's later parts are parsed after the class's own header
+lines (``class A(Base):``), and their statements are taken from that class. A part the text
+repeats (the ``pass`` of each method a cut dropped) has a tree for each place: a tree holds a node
+once, or positions and parents would mix the two places.
 
 The tree is used only where every part agrees on what the whole would have detected: the
 newline, and the indentation of the first indented block (a block whose indentation is the
 module's default is written without one). Where anything does not fit (a part that LibCST or
-the count of statements refuses), the text is parsed whole, as without parts. The test suite
-compares the two trees node for node over its fixtures, and ``scripts/check_reuse.py`` over
-whole releases.
+the count of statements refuses), the text is parsed whole, as without parts. The tests compare
+the two trees node for node over the repository's files (``tests/reuse_checks.py``), and
+``scripts/check_reuse.py`` over whole releases.
 """
 
 from __future__ import annotations
