@@ -73,10 +73,10 @@ def differences(source: str) -> tuple[list[str], bool]:
     if edited_tree is None:
         return found, in_parts
     parts = Parts()
-    parts.parse(cst.parse_module, source, tree.body, None)
     try:
+        parts.parse(cst.parse_module, source, tree.body, None)
         whole = cst.parse_module(edited)
-    except cst.ParserSyntaxError:
+    except cst.ParserSyntaxError:  # (LibCST refuses the text: the lint parses it trimmed)
         return found, in_parts
     if not same_tree(whole, parts.parse(cst.parse_module, edited, edited_tree.body, None)):
         found.append("typed into")

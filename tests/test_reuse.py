@@ -110,3 +110,19 @@ def test_a_part_the_text_repeats_is_a_node_of_its_own_at_each_place():
     assert [(v.code, v.line) for v in found] == [("PORT102", 3), ("PORT102", 5)]
     module = parts.parse(cst.parse_module, source, ast.parse(source).body, None)
     assert module.body[1] is not module.body[2]
+
+
+VARIANTS = {
+    "crlf": lambda text: text.replace("\n", "\r\n"),
+    "cr": lambda text: text.replace("\n", "\r"),
+    "tabs": lambda text: text.replace("    ", "\t"),
+    "bom": lambda text: "\ufeff" + text,
+    "no final newline": lambda text: text.rstrip("\n"),
+}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_other_newlines_indentation_and_endings_are_parsed_as_whole(variant):
+    for path in OWN_CODE[::7]:
+        found, _ = differences(VARIANTS[variant](path.read_text()))
+        assert found == [], path
