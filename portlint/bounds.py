@@ -110,7 +110,8 @@ class Known:
 
     def __init__(self) -> None:
         self._parts: dict[tuple, tuple[int, int, int]] = {}  # compiled: (depth, line, nodes)
-        self._new: list[_Unit] = []
+        self._new: list[_Unit] = []  # the parts the last verdict walked
+        self._pending: dict[tuple, tuple[int, int, int]] = {}  # theirs, until they compile
         self.fresh = 0  # how many parts the last verdict walked and compiled
 
     def units(self, tree: ast.Module, source: str) -> list[_Unit] | None:
@@ -140,8 +141,9 @@ class Known:
         return units
 
     def deepest(self, units: list[_Unit]) -> tuple[int, int, int]:
-        """:func:`deepest` of the tree of ``units``: the parts known from before not walked."""
-        self._new = []
+        """:func:`deepest` of the tree of ``units``: the parts known from before not walked.
+        The new parts are known once :meth:`compile` has compiled them."""
+        self._new, self._pending = [], {}
         depth, line, nodes = 0, 1, 1  # (the module: one node, at level 0)
         parts, self._parts = self._parts, {}
         for unit in reversed(units):  # (the order of the walk of the whole tree)
@@ -150,7 +152,9 @@ class Known:
                 self._new.append(unit)
                 found = deepest(unit.node, unit.level)
                 found = found[0], found[1] - unit.node.lineno, found[2]
-            self._parts[unit.key] = found
+                self._pending[unit.key] = found
+            else:
+                self._parts[unit.key] = found
             if found[0] > depth:
                 depth, line = found[0], unit.node.lineno + found[1]
             nodes += found[2]
@@ -160,7 +164,7 @@ class Known:
     def compile(self, tree: ast.Module, units: list[_Unit], path: str) -> None:
         """Compile the parts of ``tree`` that :meth:`deepest` found new, in the order of the
         file (a class's statements in a copy of the class, with its header), with the module's
-        future features; where they do not compile, they stay unknown."""
+        future features; where they compile, they are known from now on."""
         if not self._new:
             return
         new = {id(unit.node) for unit in self._new}
@@ -175,12 +179,8 @@ class Known:
             inner = [statement for statement in node.body if id(statement) in new]
             if inner or id(head.node) in new:
                 body.append(_bodied(node, inner or [ast.Pass()]))
-        try:
-            compile_quietly(ast.Module(body, []), path, _future_flags(tree))
-        except SyntaxError:
-            for unit in self._new:
-                self._parts.pop(unit.key, None)
-            raise
+        compile_quietly(ast.Module(body, []), path, _future_flags(tree))
+        self._parts.update(self._pending)
 
 
 def _bodied(node: ast.ClassDef, body: list[ast.stmt]) -> ast.ClassDef:

@@ -126,3 +126,14 @@ def test_other_newlines_indentation_and_endings_are_parsed_as_whole(variant):
     for path in OWN_CODE[::7]:
         found, _ = differences(VARIANTS[variant](path.read_text()))
         assert found == [], path
+
+
+def test_a_part_that_a_bound_kept_from_the_compiler_is_compiled_once_within_it():
+    # (the first verdict stops at the nesting bound, before compile() sees `return`)
+    deep = "x = " + "[" * 60 + "]" * 60 + "\n\n\nreturn 1\n"
+    within = "x = 1\n\n\nreturn 1\n"
+    assert verdict_differences([deep, within]) == []
+    known = Known()
+    assert python_verdict("m.py", deep, known).message.startswith("too deeply nested")
+    found = python_verdict("m.py", within, known)
+    assert found.message == "SyntaxError: 'return' outside function"
