@@ -42,7 +42,7 @@ class CudaApi:
     the device type as its first argument. ``device_positional``: the replacement takes the device
     positional-only (the fix turns ``device=x`` into ``x``). ``argument_is_context``: the
     replacement of ``with api(x):`` is ``with x:``. ``alias``: the old name is the same object as
-    the replacement, so every reference (not only a call) can be renamed.
+    the replacement, portable itself, so no reference to it is a finding (one is held back).
     """
 
     name: str

@@ -176,6 +176,7 @@ def test_show_silenced_gives_what_a_rule_holds_back_its_reason_too(tmp_path):
         '    with mock.patch("a.b", torch.device("cuda")):\n        pass\n'  # 12
         '    m.return_value = torch.ones(2, device="cuda")\n'  # 14
         '    torch.zeros(3, device="cuda")\n'  # 15: no test double: a finding
+        "    try:\n        pass\n    except torch.cuda.OutOfMemoryError:\n        pass\n"  # 18
     )
     tree(tmp_path, {"pkg/t.py": source})
     result = run_cli("check", "pkg", "--no-cache", "--output-format", "concise", cwd=tmp_path)
@@ -197,6 +198,12 @@ def test_show_silenced_gives_what_a_rule_holds_back_its_reason_too(tmp_path):
         (12, "PORT101", {"kind": "rule", "why": double.format("`mock.patch(...)`"), "line": 12}),
         (14, "PORT101", {
             "kind": "rule", "why": double.format("`.return_value = ...`"), "line": 14
+        }),
+        (18, "PORT403", {
+            "kind": "rule",
+            "why": "`torch.cuda.OutOfMemoryError` is `torch.OutOfMemoryError` by another name, "
+            "on every device",
+            "line": 18,
         }),
     ]  # fmt: skip
 

@@ -196,6 +196,15 @@ def _in_test(rule, node: cst.CSTNode) -> bool:
     return False
 
 
+def _same_object(reference: CudaReference, node: cst.CSTNode) -> Quiet:
+    """Why a name that is the portable object itself under another name is no finding:
+    ``except torch.cuda.OutOfMemoryError`` catches what every device's allocator raises."""
+    api = reference.api
+    if not api.alias:
+        return None
+    return f"`{reference.qualified}` is `{api.replacement}` by another name, on every device", node
+
+
 # The nodes a reference is reported on: a name or attribute chain, or a `backend="nccl"` string.
 REFERENCE_NODES = (cst.Name, cst.Attribute, cst.SimpleString)
 
@@ -225,7 +234,7 @@ class CudaApiRule(Rule):
                 continue
             if target is not None and target < reference.api.since:
                 continue
-            quiet = self.redundant(reference)
+            quiet = _same_object(reference, node) or self.redundant(reference)
             device = message_device(self, node)
             message = self.message(reference, device, node)
             fix = self._fix(reference, node) if quiet is None else None
@@ -262,8 +271,6 @@ class CudaApiRule(Rule):
             device = fix_device(self, node).as_device()
             new: cst.CSTNode = cst.parse_expression(f"{api.replacement}({device})")
             old: cst.CSTNode = node
-        elif api.alias:
-            old, new = node, cst.parse_expression(api.replacement)
         elif call is None or any(arg.star for arg in call.args):
             return None
         elif api.returns and not uses_only(self, call, MEMBERS[api.returns]):
