@@ -243,7 +243,8 @@ class _Lines:
 
     def runs(self, nodes: Sequence[ast.stmt], start: int, end: int) -> list[_Run] | None:
         """``nodes`` (the statements of one block, on lines ``start`` to ``end`` of the text)
-        in runs: a run ends where the next statement starts after nothing but empty lines."""
+        in runs: a run ends where the next statement starts after nothing but empty lines and
+        comment lines at its own indentation (:func:`_owned_below`)."""
         runs: list[_Run] = []
         run_start, taken, count = start, [nodes[0]], 1
         for before, node in itertools.pairwise(nodes):
