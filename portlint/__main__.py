@@ -1,4 +1,4 @@
-from portlint.cli import main
+from portlint.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

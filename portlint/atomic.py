@@ -9,10 +9,14 @@ import tempfile
 
 
 def write_atomically(
-    path: str, data: bytes, mode: int | None = None, owner: tuple[int, int] | None = None
+    path: str,
+    data: bytes,
+    mode: int | None = None,
+    owner: tuple[int, int] | None = None,
+    durable: bool = True,
 ) -> None:
     """Replace ``path`` with ``data``: written to a temporary file in the same folder, flushed to
-    disk, given ``owner`` (user and group ids; None: whoever runs this) and ``mode`` (permission
+    disk (not where ``durable`` is false: a reader that checks what it reads), given ``owner`` (user and group ids; None: whoever runs this) and ``mode`` (permission
     bits; None: what a new file gets), then renamed over ``path``. Where any step fails, ``path``
     is as it was and the temporary file is gone."""
     folder = os.path.dirname(path) or "."
@@ -21,7 +25,8 @@ def write_atomically(
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
             stream.flush()
-            os.fsync(stream.fileno())
+            if durable:
+                os.fsync(stream.fileno())
         if mode is None:
             umask = os.umask(0)
             os.umask(umask)

@@ -136,11 +136,12 @@ class Cache:
         except (TypeError, ValueError):  # a malformed row: the file is linted again
             return None
 
-    def lookup(self, path: str) -> list[Violation] | None:
-        """The cached findings, if the file's size and times are those they were computed for."""
+    def lookup(self, path: str, info: os.stat_result | None = None) -> list[Violation] | None:
+        """The cached findings, if the file's size and times (its status, ``info`` where it was
+        taken already) are those they were computed for."""
         entry = self._entry(path)
         try:
-            info = os.stat(path)
+            info = info or os.stat(path)
         except OSError:
             return None
         if entry is None or entry[0] != file_stamp(info):

@@ -88,14 +88,26 @@ class Overrides:
     partial_parse: bool = True
 
 
-def find_pyproject(start: Path) -> Path | None:
-    """The nearest pyproject.toml at or above ``start`` that has a ``[tool.portlint]`` table."""
+def find_pyproject(start: Path, known: dict[Path, Path | None] | None = None) -> Path | None:
+    """The nearest pyproject.toml at or above ``start`` that has a ``[tool.portlint]`` table.
+    ``known``: what earlier calls found, per resolved folder (a run asks for every folder)."""
     start = start.resolve()
-    for folder in [start, *start.parents] if start.is_dir() else start.parents:
+    known = {} if known is None else known
+    folders = [start, *start.parents] if start.is_dir() else list(start.parents)
+    looked: list[Path] = []
+    found = None
+    for folder in folders:
+        if folder in known:
+            found = known[folder]
+            break
+        looked.append(folder)
         candidate = folder / "pyproject.toml"
         if candidate.is_file() and _portlint_table(_read_toml(candidate), candidate) is not None:
-            return candidate
-    return None
+            found = candidate
+            break
+    for folder in looked:
+        known[folder] = found
+    return found
 
 
 def inline_table(option: str) -> dict[str, Any]:
@@ -173,21 +185,21 @@ class Configurations:
         self.overrides = overrides
         self.cwd = cwd
         self.config_file = config_file
-        self._by_folder: dict[Path, Path | None] = {}
+        self._by_folder: dict[Path, Path | None] = {}  # per folder as given
+        self._by_resolved: dict[Path, Path | None] = {}  # per resolved folder, and those above
         self._settings: dict[Path | None, Settings] = {}
 
     def config_for(self, path: Path) -> Path | None:
         """The configuration file that applies to ``path`` (a file or a folder)."""
         if self.config_file is not None:
             return self.config_file
-        given = self.cwd / path
         # A source file's is its folder's (found once per folder: a run asks for every file).
-        folder = given.parent if given.suffix in (".py", ".pyi") else given
+        folder = path.parent if path.suffix in (".py", ".pyi") else path
         if folder not in self._by_folder:
-            absolute = folder.resolve()
+            absolute = (self.cwd / folder).resolve()
             if not absolute.is_dir():
                 absolute = absolute.parent
-            self._by_folder[folder] = find_pyproject(absolute)
+            self._by_folder[folder] = find_pyproject(absolute, self._by_resolved)
         return self._by_folder[folder]
 
     def settings_for(self, path: Path) -> Settings:

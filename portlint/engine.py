@@ -36,9 +36,9 @@ from portlint.findings import (
     split_lines,
 )
 from portlint.index.int64 import INT64_CODES
-from portlint.index.project import Project, module_name
+from portlint.index.project import Project, join_key, module_name
 from portlint.index.reading import RETURNS_AMBIENT_STREAM, read_module, stream_helpers
-from portlint.index.store import IndexStore
+from portlint.index.store import STREAM_HELPERS, Facts, IndexStore
 from portlint.registry import BrokenRules
 from portlint.settings import Settings
 from portlint.speed.cut import UNPARSED, Unparsed, parse_ast
@@ -504,18 +504,23 @@ def lint_files(
     if project and context:
         named = {os.path.realpath(file) for file in files}
         others = [f for f in context if os.path.realpath(f) not in named]
-    packages = _top_packages([*files, *others]) if project else None
-    run_key = _run_key([*files, *others]) if reuse_run and cache and not show_silenced else None
+    statuses = _Statuses()
+    run_key = (
+        _run_key([*files, *others], statuses) if reuse_run and cache and not show_silenced else None
+    )
     if run_key is not None and cache is not None:
         found = cache.run_lookup(run_key)
         if found is not None:
             return RunResult(sorted(found), files_checked=len(files))
+    packages = _top_packages([*files, *others]) if project else None
     store = IndexStore(cache.folder, packages) if cache and packages is not None else None
-    facts: dict[str, dict] = {}
+    facts = Facts(store, packages or frozenset())
     early: dict[str, tuple[bytes, os.stat_result, str]] = {}  # files read before the run
     given = cache
     if packages is not None:
-        settings, cache = _with_stream_helpers([*files, *others], settings, cache, store, early)
+        settings, cache = _with_stream_helpers(
+            [*files, *others], settings, cache, store, early, statuses
+        )
     complete = True  # (not: a file's analysis was stopped, and the run is not one to reuse)
     with _Runner(jobs or os.cpu_count() or 1, len(files) + len(others), time_limit) as runner:
         for file in [*files, *others]:
@@ -523,10 +528,10 @@ def lint_files(
             if path not in linted:
                 _read_for_index(path, store, early, facts, read, runner, settings, packages)
                 continue
-            cached = cache.lookup(path) if cache else None
-            known = store.lookup(path) if store else None
+            cached = cache.lookup(path, statuses.of(path)) if cache else None
+            known = store.entry(path, info=statuses.of(path)) if store else None
             if known is not None:
-                facts[path] = known
+                facts.keep(path, known)
             if cached is not None and (packages is None or known is not None):
                 result.violations.extend(cached)
                 continue
@@ -538,9 +543,9 @@ def lint_files(
             if cache:
                 read[path] = digest(data), info
                 cached = cached or cache.lookup_content(path, *read[path])
-                known = known or (store.lookup(path, read[path][0]) if store else None)
+                known = known or (store.entry(path, read[path][0]) if store else None)
                 if known is not None:
-                    facts[path] = known
+                    facts.keep(path, known)
                 if cached is not None and (packages is None or known is not None):
                     result.violations.extend(cached)
                     continue
@@ -575,7 +580,7 @@ def lint_files(
     if cache is not given and cache is not None:
         cache.save()  # (the caller saves the table it gave)
     if packages is not None:
-        joined = Project(facts, settings, packages)
+        joined = _joined(facts, settings, packages, store)
         result.projects = dict.fromkeys(facts, joined)
         silenced = result.silenced if show_silenced else None
         result.violations = joined.judge(result.violations, silenced)
@@ -591,11 +596,32 @@ def lint_files(
     return result
 
 
+def _joined(
+    facts: Facts, settings: Settings, packages: frozenset[str], store: IndexStore | None
+) -> Project:
+    """The project of ``facts``: its joins' verdicts as the store kept them, where they were made
+    for modules of the same shapes (then only the facts that findings ask about are read), else
+    made now, and kept."""
+    key = None
+    if store is not None:
+        shapes = store.shapes(iter(facts))
+        key = join_key(shapes, settings, packages) if shapes is not None else None
+    if store is not None and key is not None:
+        verdicts = store.verdicts(key)
+        if verdicts is not None:
+            with suppress(KeyError, TypeError, ValueError):
+                return Project(facts, settings, packages, verdicts)
+    joined = Project(facts, settings, packages)
+    if store is not None and key is not None:
+        store.keep_verdicts(key, joined.verdicts())
+    return joined
+
+
 def _read_for_index(
     path: str,
     store: IndexStore | None,
     early: dict[str, tuple[bytes, os.stat_result, str]],
-    facts: dict[str, dict],
+    facts: Facts,
     read: dict[str, tuple[str, os.stat_result]],
     runner: _Runner,
     settings: Settings,
@@ -603,27 +629,43 @@ def _read_for_index(
 ) -> None:
     """A file of the project that the run does not report on: its facts, from the index store or
     read by a worker."""
-    known = store.lookup(path) if store else None
+    known = store.entry(path) if store else None
     if known is None:
         try:
             data, info, source = early.pop(path) if path in early else _read(path)
         except SourceError:
             return
         read[path] = digest(data), info
-        known = store.lookup(path, read[path][0]) if store else None
+        known = store.entry(path, read[path][0]) if store else None
         if known is None:
             runner.submit(Job(path, source, settings, False, [], True, False, packages))
             return
-    facts[path] = known
+    facts.keep(path, known)
 
 
-def _run_key(files: list[Path]) -> str | None:
+class _Statuses(dict):
+    """Each file's status (``os.stat``), taken once in a run: the run's key, the cache and the
+    index store each compare it with what they kept, before anything reads the file."""
+
+    def of(self, path: str) -> os.stat_result | None:
+        """``path``'s status (None: it cannot be taken)."""
+        if path not in self:
+            try:
+                self[path] = os.stat(path)
+            except OSError:
+                self[path] = None
+        return self[path]
+
+
+def _run_key(files: list[Path], statuses: _Statuses) -> str | None:
     """What a whole run's findings depend on besides the settings (the cache table's): every
     file and its stamp (None: a file cannot be looked at)."""
-    try:
-        stamps = [[str(file), file_stamp(os.stat(file))] for file in files]
-    except OSError:
-        return None
+    stamps = []
+    for file in files:
+        info = statuses.of(str(file))
+        if info is None:
+            return None
+        stamps.append([str(file), file_stamp(info)])
     return digest(json.dumps(stamps).encode())
 
 
@@ -639,6 +681,7 @@ def _with_stream_helpers(
     cache: Cache | None,
     store: IndexStore | None,
     read: dict[str, tuple[bytes, os.stat_result, str]],
+    statuses: _Statuses,
 ) -> tuple[Settings, Cache | None]:
     """``settings`` whose ``stream-functions`` hold the project's own functions that return the
     ambient stream (PORT301 and PORT302 read them), and the cache table for those settings. The
@@ -648,9 +691,9 @@ def _with_stream_helpers(
     helpers: set[str] = set()
     for file in files:
         path = str(file)
-        known = store.lookup(path) if store else None
+        known = store.entry(path, info=statuses.of(path)) if store else None
         if known is not None:
-            names = known.get("stream_helpers", [])
+            names = known[STREAM_HELPERS]
         else:
             try:
                 read[path] = _read(path)

@@ -34,6 +34,26 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def test_the_program_ends_with_all_of_its_output_written(tmp_path):
+    """The program ends without freeing what it built (`os._exit`), once its output is out: all of
+    a long report reaches a pipe and an output file, with the exit status."""
+    write(tmp_path, "many.py", "import torch\n" + "torch.cuda.synchronize()\n" * 3000)
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    piped = subprocess.run(
+        [sys.executable, "-m", "portlint", "check", "many.py", "--output-format", "json"],
+        cwd=tmp_path, capture_output=True, text=True, env=buffered, timeout=300,
+    )  # fmt: skip
+    assert piped.returncode == 1, piped.stderr
+    assert [item["location"]["row"] for item in json.loads(piped.stdout)] == list(range(2, 3002))
+    to_file = run_cli(
+        "check", "many.py", "--output-format", "concise", "--output-file", "out.txt", "-q",
+        cwd=tmp_path, subprocess_=True,
+    )  # fmt: skip
+    assert to_file.returncode == 1 and to_file.stdout == ""
+    lines = (tmp_path / "out.txt").read_text().splitlines()
+    assert len(lines) == 3000 and lines[-1].startswith("many.py:3001:1: PORT")
+
+
 def test_findings_exit_1_in_sorted_text_with_summary(project):
     """As a user runs it: `python -m portlint` in a process of its own."""
     result = run_cli("check", "src", cwd=project, subprocess_=True)

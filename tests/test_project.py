@@ -308,6 +308,81 @@ def test_a_warm_run_sees_an_edit_of_another_module(tmp_path):
     assert _findings(tmp_path) == []
 
 
+def _verdicts(tmp_path) -> Path:
+    (found,) = (tmp_path / ".portlint_cache").glob("index-*/verdicts.json")
+    return found
+
+
+def _moved(text: str) -> str:
+    return "# a comment\n\n\n" + text.replace("\n\n\ndef", "\n\n\n# here\ndef", 1)
+
+
+def test_an_edit_that_only_moves_lines_keeps_the_verdicts_where_things_are_now(tmp_path):
+    _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": GUARDED_CALL})
+    assert _findings(tmp_path) == []
+    kept = _verdicts(tmp_path).stat().st_mtime_ns
+    # The check that confines `sync` moves to line 10: the verdicts name its row, not its line.
+    (tmp_path / "pkg" / "main.py").write_text(_moved(GUARDED_CALL))
+    (tmp_path / "pkg" / "steps.py").write_text(_moved(SYNC))
+    assert _findings(tmp_path) == [] == _findings(tmp_path, "--no-cache")
+    assert _verdicts(tmp_path).stat().st_mtime_ns == kept  # (not joined again)
+    # A new use of `sync` that nothing guards changes the shape: joined again, and neither
+    # `sync` nor the check of its other call is confined any more.
+    (tmp_path / "pkg" / "other.py").write_text(UNGUARDED_CALL)
+    found = [line.split(" ")[0] for line in _findings(tmp_path)]
+    assert found == ["pkg/main.py:11:8:", "pkg/steps.py:9:5:"]
+    assert _verdicts(tmp_path).stat().st_mtime_ns != kept
+
+
+@pytest.mark.parametrize("damage", ["removed", "torn"])
+def test_lost_facts_files_are_read_again_from_the_source(tmp_path, damage):
+    _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": GUARDED_CALL})
+    assert _findings(tmp_path) == []
+    for kept in _verdicts(tmp_path).parent.glob("*.json"):
+        if kept.name != "verdicts.json":
+            if damage == "removed":
+                kept.unlink()
+            else:
+                kept.write_bytes(kept.read_bytes()[:10])
+    (tmp_path / "pkg" / "main.py").write_text(_moved(GUARDED_CALL))
+    assert _findings(tmp_path) == []
+    (tmp_path / "pkg" / "main.py").write_text(_moved(UNGUARDED_CALL))
+    assert [line.split(" ")[0] for line in _findings(tmp_path)] == ["pkg/steps.py:5:5:"]
+
+
+EDITS = [
+    ("pkg/main.py", UNGUARDED_CALL),
+    ("pkg/main.py", _moved(GUARDED_CALL)),
+    ("pkg/steps.py", _moved(SYNC)),
+    ("pkg/shim.py", _moved(SHIM)),
+    ("pkg/fi/ops.py", "import torch\n\n\ndef run(x):\n    return x\n"),
+    ("pkg/fi/ops.py", _moved(NEEDS_FLASHINFER)),
+    ("pkg/direct.py", "import torch\n\n\ndef step(x):\n    torch.cuda.synchronize()\n"),
+    ("pkg/timing.py", _moved(USES)),
+    ("pkg/shim.py", "x = 1\n"),
+]
+
+
+def test_a_warm_run_after_each_edit_finds_what_a_cold_run_finds(tmp_path):
+    _project(
+        tmp_path,
+        {
+            "pkg/steps.py": SYNC,
+            "pkg/main.py": GUARDED_CALL,
+            "pkg/shim.py": SHIM,
+            "pkg/timing.py": USES,
+            "pkg/fi/__init__.py": "",
+            "pkg/fi/ops.py": NEEDS_FLASHINFER,
+            "pkg/direct.py": "import torch\n\nfrom pkg.fi.ops import run\n\n\n"
+            "def step(x):\n    torch.cuda.synchronize()\n",
+        },
+    )
+    _findings(tmp_path)
+    for path, text in EDITS:
+        (tmp_path / path).write_text(text)
+        assert _findings(tmp_path) == _findings(tmp_path, "--no-cache"), path
+
+
 def test_fix_leaves_alone_what_the_project_silences(tmp_path):
     _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": GUARDED_CALL})
     result = run_cli("check", "pkg", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)

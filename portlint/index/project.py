@@ -25,12 +25,14 @@ cycle (two functions that only call each other) proves nothing and the findings 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections import defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
@@ -43,15 +45,18 @@ from portlint.speed.cut import parse_ast
 MAX_REEXPORTS = 8
 CUDA_API_PREFIX = "PORT4"  # the CUDA-only API rules: a check is a query of that API  # how many `from .impl import f` hops a name is followed through
 SHOWN_SITES = 3  # sites named in a reason
+KINDS = ("uses", "imports")  # the facts a site can be a row of
 
 
 def module_name(path: str, packages: dict[str, str] | None = None) -> str:
     """The dotted name Python imports ``path`` as: its folders up to the first that is not a
     package (has no ``__init__.py``). ``packages`` caches, per folder, its dotted name."""
     packages = {} if packages is None else packages
-    folder, file = os.path.split(os.path.abspath(path))
+    given, file = os.path.split(path)
+    if given not in packages:  # (the folder as given too: `abspath` asks for the cwd each time)
+        packages[given] = _package_of(os.path.abspath(given), packages)
     stem = file[: -len(".py")] if file.endswith(".py") else file
-    prefix = _package_of(folder, packages)
+    prefix = packages[given]
     if stem == "__init__":
         return prefix
     return f"{prefix}.{stem}" if prefix else stem
@@ -68,15 +73,16 @@ def _package_of(folder: str, packages: dict[str, str]) -> str:
     return packages[folder]
 
 
-@dataclass(frozen=True)
-class Site:
-    """A use of a name (or an import of a module), and whether it runs only on CUDA by itself."""
+class Site(NamedTuple):
+    """A use of a name (or an import of a module): row ``row`` of the ``uses`` (or ``imports``)
+    of the module at ``path``. Its line and its guard's span are read from the module's facts
+    when asked (:meth:`Project.line`, :meth:`Project.span`), so that a site kept from an earlier
+    run names the place it is at now."""
 
     path: str
-    line: int
-    # What confines it to CUDA by itself: the span of a guard's test, True (a name, a test
-    # marker), False (nothing) — as portlint.index.reading records it.
-    guarded: bool | list[int]
+    kind: str  # "uses" or "imports"
+    row: int
+    guarded: bool  # whether something confines it to CUDA by itself (a guard, a name, a marker)
     unit: str  # the function or class it is in ("": the module's top level)
 
 
@@ -85,13 +91,16 @@ class Project:
 
     def __init__(
         self,
-        facts: dict[str, dict[str, Any]],
+        facts: MutableMapping[str, dict[str, Any]],
         settings: Settings,
         packages: frozenset[str] = frozenset(),
+        verdicts: dict[str, Any] | None = None,
     ) -> None:
         """``facts``: per path, what :func:`~portlint.index.reading.read_module` read of it
         (paths whose source could not be parsed are absent), of a tree whose top-level packages
-        are ``packages``."""
+        are ``packages``. ``verdicts``: what :meth:`verdicts` gave for facts of the same
+        :func:`join_key` (then the joins are not made again, and only the facts that a finding
+        asks about are read)."""
         self.settings = settings
         self.packages = packages
         self.read_later: set[str] = set()  # paths whose facts the joins completed
@@ -100,20 +109,17 @@ class Project:
         self.module_of = {path: module_name(path, folders) for path in facts}
         self.path_of = {name: path for path, name in self.module_of.items()}
         self.is_package = {path: os.path.basename(path) == "__init__.py" for path in facts}
-        self.units = {
-            (self.module_of[path], unit[0])
-            for path, data in facts.items()
-            for unit in data["units"]
-        }
-        self.bindings = {
-            self.module_of[path]: {row[0]: row[1:] for row in data["bindings"]}
-            for path, data in facts.items()
-        }
+        self._defined: dict[str, set[str]] = {}  # per module, its functions and classes
+        self._bound: dict[str, dict[str, list]] = {}  # per module, its bindings by local name
+        self._shown: dict[str, str] = {}
         inferences = settings.platform_inferences
         self.callers = "callers" in inferences
-        self.rebound = self._rebound() if "rebinds" in inferences else {}
         self.sites: dict[tuple[str, str], list[Site]] = defaultdict(list)
         self.importers: dict[str, list[Site]] = defaultdict(list)
+        if verdicts is not None:
+            self._take(verdicts)
+            return
+        self.rebound = self._rebound() if "rebinds" in inferences else {}
         self.confined_units: dict[tuple[str, str], list[Site]] = {}
         self.confined_modules: dict[str, list[Site] | str] = {}
         # The modules that cannot be imported without a library of the table: why, per module.
@@ -142,7 +148,7 @@ class Project:
         """What a dotted use in ``path`` names: a function or class of the project (``(module,
         qualified name)``), a module of it (its name), or None (not the project's)."""
         parts = name.split(".")
-        binding = self.bindings[self.module_of[path]].get(parts[0])
+        binding = self._bindings(self.module_of[path]).get(parts[0])
         if binding is None:
             return None
         source, attribute, _ = binding
@@ -166,9 +172,9 @@ class Project:
             return None
         if f"{module}.{name}" in self.path_of:
             return f"{module}.{name}"
-        if (module, name) in self.units:
+        if name in self._defines(module):
             return (module, name)
-        binding = self.bindings[module].get(name)
+        binding = self._bindings(module).get(name)
         if binding is None or binding[0] == "" or hops >= MAX_REEXPORTS:
             return None
         source, attribute, _ = binding
@@ -177,17 +183,31 @@ class Project:
             return target if target in self.path_of else None
         return self._member(target, attribute, hops + 1)
 
+    def _bindings(self, module: str) -> dict[str, list]:
+        """What each name that ``module`` binds at its top level is: (source, attribute, line)."""
+        if module not in self._bound:
+            rows = self.facts[self.path_of[module]]["bindings"]
+            self._bound[module] = {row[0]: row[1:] for row in rows}
+        return self._bound[module]
+
+    def _defines(self, module: str) -> set[str]:
+        """The qualified names of the functions and classes ``module`` defines."""
+        if module not in self._defined:
+            self._defined[module] = {row[0] for row in self.facts[self.path_of[module]]["units"]}
+        return self._defined[module]
+
     # --- the joins --------------------------------------------------------------------------
     def _join(self) -> None:
         for path, data in self.facts.items():
-            for name, line, guarded, unit in data["uses"]:
+            for row, (name, _, guarded, unit) in enumerate(data["uses"]):
                 target = self._resolve(path, name)
                 if isinstance(target, tuple) and not _within(unit, path, target, self.module_of):
-                    self.sites[target].append(Site(path, line, guarded, unit))
-            for module, line, guarded, unit, _, _ in data["imports"]:
+                    self.sites[target].append(Site(path, "uses", row, bool(guarded), unit))
+            for row, (module, _, guarded, unit, _, _) in enumerate(data["imports"]):
                 absolute = self._absolute(path, module)
                 if absolute in self.path_of and absolute != self.module_of[path]:
-                    self.importers[absolute].append(Site(path, line, guarded, unit))
+                    site = Site(path, "imports", row, bool(guarded), unit)
+                    self.importers[absolute].append(site)
 
     def _unimportable(self) -> None:
         """The modules that import, at their top level and unconditionally, a library that
@@ -198,33 +218,33 @@ class Project:
         for path, data in self.facts.items():
             found = first_import_of(data["top_imports"], foreign_libraries(path, root, table))
             if found is not None:
-                self.unimportable[self.module_of[path]] = Needs(found[0], "", found[1])
+                self.unimportable[self.module_of[path]] = Needs(found[0], "", "", -1)
         if not self.unimportable:
             return
         # Who is affected when a module cannot be imported: the modules that import it (the
         # rows of `from a.b import c` name `a.b` and `a.b.c`, one of them a module), and, if it
         # is a package, the modules in it (importing `a.b.c` runs `a` and `a.b` first), whose
         # own importers are affected in their turn.
-        importers: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
+        importers: dict[str, list[tuple[str, str, int]]] = defaultdict(list)  # (module, via, row)
         members: dict[str, list[str]] = defaultdict(list)
         for path, data in self.facts.items():
             module = self.module_of[path]
             package = module.rpartition(".")[0]
             if package:  # (a package: module names stop at a folder without `__init__.py`)
                 members[package].append(module)
-            for name, line, guarded, unit, certain, _ in data["imports"]:
+            for row, (name, _, guarded, unit, certain, _) in enumerate(data["imports"]):
                 if unit == "" and certain and not guarded:
                     target = self._absolute(path, name)
                     if target in self.path_of:
-                        importers[target].append((module, target, line))
+                        importers[target].append((module, target, row))
         pending = deque(self.unimportable)
         while pending:  # (each module once: what it makes unimportable goes on the list)
             failing = pending.popleft()
             library = self.unimportable[failing].library
-            affected = [(m, failing, 0) for m in members.get(failing, [])]
-            for module, via, line in [*affected, *importers.get(failing, [])]:
+            affected = [(m, failing, -1) for m in members.get(failing, [])]
+            for module, via, row in [*affected, *importers.get(failing, [])]:
                 if module not in self.unimportable:
-                    self.unimportable[module] = Needs(library, via, line)
+                    self.unimportable[module] = Needs(library, via, self.path_of[module], row)
                     pending.append(module)
 
     def _failing(self, module: str) -> str | None:
@@ -274,15 +294,70 @@ class Project:
         return any((module, unit) in self.confined_units for unit in _enclosing(site.unit))
 
     def _rebound(self) -> dict[str, tuple[str, int]]:
-        """Per rebound attribute, where the project rebinds it: a device shim's rebinding
-        (its value names another device) rather than any other."""
+        """Per rebound attribute, where the project rebinds it (the path and the row of its
+        ``rebinds``): a device shim's rebinding (its value names another device) rather than any
+        other."""
         rebound: dict[str, tuple[str, int]] = {}
         for shims in (True, False):
             for path, data in sorted(self.facts.items()):
-                for attribute, line, device in data["rebinds"]:
+                for row, (attribute, _, device) in enumerate(data["rebinds"]):
                     if device is shims:
-                        rebound.setdefault(attribute, (path, line))
+                        rebound.setdefault(attribute, (path, row))
         return rebound
+
+    # --- the verdicts, kept between runs ----------------------------------------------------
+    def verdicts(self) -> dict[str, Any]:
+        """What the joins concluded, as JSON-ready data for :class:`Project`'s ``verdicts``: it
+        names rows of the modules' facts, never lines, so it holds as long as :func:`join_key`
+        does, wherever the lines have moved. (Sites are packed: five numbers each, paths and
+        units by their place in a table; vLLM's 17,500 confined sites would be 2 MB of JSON.)"""
+        names: dict[str, int] = {}
+
+        def packed(sites: list[Site]) -> list[int]:
+            numbers = []
+            for site in sites:
+                path = names.setdefault(site.path, len(names))
+                unit = names.setdefault(site.unit, len(names))
+                numbers += [path, KINDS.index(site.kind), site.row, int(site.guarded), unit]
+            return numbers
+
+        return {
+            "rebound": self.rebound,
+            "unimportable": {m: [n.library, n.via, n.path, n.row] for m, n in self.unimportable.items()},
+            "units": [[*key, packed(sites)] for key, sites in self.confined_units.items()],
+            "modules": {
+                m: why if isinstance(why, str) else packed(why)
+                for m, why in self.confined_modules.items()
+            },
+            "names": list(names),
+        }  # fmt: skip
+
+    def _take(self, verdicts: dict[str, Any]) -> None:
+        names = verdicts["names"]
+
+        def unpacked(numbers: list[int]) -> list[Site]:
+            return [
+                Site(names[path], KINDS[kind], row, bool(guarded), names[unit])
+                for path, kind, row, guarded, unit in zip(*[iter(numbers)] * 5, strict=True)
+            ]
+
+        self.rebound = {a: (path, row) for a, (path, row) in verdicts["rebound"].items()}
+        self.unimportable = {m: Needs(*row) for m, row in verdicts["unimportable"].items()}
+        self.confined_units = {
+            (module, unit): unpacked(sites) for module, unit, sites in verdicts["units"]
+        }
+        self.confined_modules = {
+            m: why if isinstance(why, str) else unpacked(why)
+            for m, why in verdicts["modules"].items()
+        }
+
+    def line(self, site: Site) -> int:
+        return self.facts[site.path][site.kind][site.row][1]
+
+    def span(self, site: Site) -> list[int] | None:
+        """The span of the guard's test that confines ``site`` to CUDA, where one does."""
+        guarded = self.facts[site.path][site.kind][site.row][2]
+        return guarded if isinstance(guarded, list) else None
 
     # --- findings ---------------------------------------------------------------------------
     def silence_all(
@@ -311,8 +386,9 @@ class Project:
             if unit is None:
                 continue
             for site in self.confined_units[unit]:
-                if isinstance(site.guarded, list):
-                    confining[site.path].append((site.guarded, unit, reason))
+                span = self.span(site)
+                if span is not None:
+                    confining[site.path].append((span, unit, reason))
         if not confining:
             return kept
         standing = []
@@ -382,7 +458,8 @@ class Project:
             return Silenced(violation, "callers", why, 0)
         needs = self.unimportable.get(module)
         if needs is not None and needs.via:
-            return Silenced(violation, "imports", needs.why(), needs.line)
+            line = self.facts[needs.path]["imports"][needs.row][1] if needs.row >= 0 else 0
+            return Silenced(violation, "imports", needs.why(), line)
         after_import = self._imported_first(path, violation)
         if after_import is not None:
             return after_import
@@ -397,7 +474,8 @@ class Project:
             if line == violation.line and col == violation.col - 1:
                 found = self.rebound.get(attribute) or self.rebound.get("*")
                 if found:
-                    where = f"{self.shown(found[0])}:{found[1]}"
+                    line = self.facts[found[0]]["rebinds"][found[1]][1]
+                    where = f"{self.shown(found[0])}:{line}"
                     why = f"the project rebinds `torch.cuda.{attribute}` to its own ({where})"
                     return Silenced(violation, "rebinds", why, 0)
         return None
@@ -419,7 +497,7 @@ class Project:
         return None
 
     def _named(self, sites: list[Site]) -> str:
-        shown = ", ".join(f"{self.shown(s.path)}:{s.line}" for s in sites[:SHOWN_SITES])
+        shown = ", ".join(f"{self.shown(s.path)}:{self.line(s)}" for s in sites[:SHOWN_SITES])
         more = len(sites) - SHOWN_SITES
         return f"{shown} and {more} more" if more > 0 else shown
 
@@ -462,20 +540,56 @@ class Project:
         return None
 
     def shown(self, path: str) -> str:
-        try:
-            return str(Path(path).resolve().relative_to(Path(self.settings.root).resolve()))
-        except ValueError:
-            return path
+        """``path`` as a reason names it: relative to the project's root, where it is below it."""
+        if path not in self._shown:
+            try:
+                root = Path(self.settings.root).resolve()
+                self._shown[path] = str(Path(path).resolve().relative_to(root))
+            except ValueError:
+                self._shown[path] = path
+        return self._shown[path]
+
+
+def join_shape(facts: dict[str, Any]) -> str:
+    """A digest of what the joins read of a module's facts, its lines and spans left out: two
+    versions of a module with the same shape give the same verdicts (an edit that only moves
+    lines, or changes code the index records nothing of, keeps the project's verdicts)."""
+    shape = [
+        [row[0] for row in facts["units"]],
+        [row[:3] for row in facts["bindings"]],
+        [[name, bool(guarded), unit] for name, _, guarded, unit in facts["uses"]],
+        [[m, bool(guarded), unit, certain] for m, _, guarded, unit, certain, _ in facts["imports"]],
+        [row[0] for row in facts["top_imports"]],
+        [[attribute, device] for attribute, _, device in facts["rebinds"]],
+    ]
+    return hashlib.sha256(json.dumps(shape).encode()).hexdigest()[:32]
+
+
+def join_key(
+    shapes: Iterable[tuple[str, str]], settings: Settings, packages: frozenset[str]
+) -> str:
+    """What the joins' verdicts depend on: each module's path and :func:`join_shape`, the
+    top-level packages, and the settings the joins read."""
+    key = [
+        sorted(shapes),
+        sorted(packages),
+        settings.root,
+        list(settings.cuda_only_imports),
+        sorted(settings.platform_inferences),
+    ]
+    return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
 class Needs:
     """Why a module cannot be imported without ``library``: it imports it, or (``via``) the
-    module of the project that it imports at ``line`` (0: the package it is in) cannot."""
+    module of the project that it imports (row ``row`` of the ``imports`` of its file at
+    ``path``; -1: ``via`` is the package it is in) cannot."""
 
     library: str
     via: str
-    line: int
+    path: str
+    row: int
 
     def clause(self) -> str:
         return (
@@ -483,7 +597,7 @@ class Needs:
         )
 
     def why(self) -> str:
-        if self.line == 0:
+        if self.row < 0:
             return f"its package `{self.via}` {self.clause()}"
         return f"the module imports `{self.via}`, which {self.clause()}"
 

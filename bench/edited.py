@@ -1,0 +1,135 @@
+"""Warm runs on a tree, no configuration: nothing changed, and one file edited in several ways,
+each timed beside ruff's cached run on the same tree.
+
+    python bench/edited.py --corpus <package folder> [--rounds 5] [--out bench/edited.json]
+
+The package folder (vLLM 0.33.0's ``vllm``, say) is copied, so caches and edits stay out of it.
+The cache is filled once; then in each round, for each case, the edit is made, ``portlint check``
+runs and is timed, the file is put back and portlint runs again untimed (so that every case starts
+from a filled cache of the tree as it is). Cases:
+
+- ``warm``: nothing changed (the last run's findings are the answer);
+- ``comment at the end``: a comment line appended to a small file (its lines stay where they are);
+- ``line in the middle``: a statement inserted in the middle of a file, moving the lines below it
+  (the project's verdicts are kept: the modules' shapes are the same);
+- ``new call``: a call of another module's function added (a new use: the project is joined
+  again).
+
+Each is made in the small file and in the large one given. Medians of the rounds, wall and CPU
+(user + system of the command and its children), with ruff's cached ``--select TID251`` run on
+the same tree in the same round as the yardstick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import compileall
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SMALL = "v1/worker/gpu/spec_decode/utils.py"  # 114 lines (vLLM 0.33.0)
+LARGE = "v1/worker/gpu_model_runner.py"  # 7,192 lines
+# A statement that can stand between any two top-level statements, and a call of a function of
+# another module of the project (vLLM's `vllm.utils.torch_utils.set_random_seed`, imported here).
+LINE = "_portlint_bench = {stamp}"
+CALL = "from vllm.utils.torch_utils import set_random_seed\nset_random_seed({stamp})"
+
+
+def timed(command: list[str], cwd: Path) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def middle(text: str, insert: str) -> str:
+    """``insert`` (lines) before the simple statement nearest the middle of ``text``, at its
+    indentation: inside a function where the middle is one."""
+    lines = text.splitlines(keepends=True)
+    simple = (ast.Assign, ast.Expr, ast.Return, ast.AugAssign, ast.AnnAssign)
+    statements = [node for node in ast.walk(ast.parse(text)) if isinstance(node, simple)]
+    node = min(statements, key=lambda n: abs(n.lineno - len(lines) // 2))
+    indent = lines[node.lineno - 1][: node.col_offset]
+    added = "".join(indent + line + "\n" for line in insert.splitlines())
+    return "".join(lines[: node.lineno - 1]) + added + "".join(lines[node.lineno - 1 :])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, required=True, help="a package folder (vllm/)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--small", default=SMALL)
+    parser.add_argument("--large", default=LARGE)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    # Bytecode for portlint's modules, as an installed portlint has it (this checkout may run
+    # under PYTHONDONTWRITEBYTECODE: then every run would compile them again).
+    compileall.compile_dir(REPO / "portlint", quiet=1)
+    work = Path(tempfile.mkdtemp(prefix="portlint-edited-"))
+    name = args.corpus.resolve().name
+    shutil.copytree(args.corpus, work / name)
+    env_python = sys.executable
+    portlint = [env_python, "-m", "portlint", "check", name, "--exit-zero", "-q"]
+    ruff = ["ruff", "check", name, "--isolated", "--select", "TID251", "--exit-zero"]
+    os.environ["PYTHONPATH"] = str(REPO)
+    subprocess.run(portlint, cwd=work, stdout=subprocess.DEVNULL)
+    subprocess.run(ruff, cwd=work, stdout=subprocess.DEVNULL)
+    cases = {"warm": None}
+    for size, relative in (("small", args.small), ("large", args.large)):
+        for case, edit in (
+            ("comment at the end", lambda t, s: t + f"# edited {s}\n"),
+            ("line in the middle", lambda t, s: middle(t, LINE.format(stamp=s))),
+            ("new call", lambda t, s: middle(t, CALL.format(stamp=s))),
+        ):
+            cases[f"{case}, {size} file"] = (work / name / relative, edit)
+    samples: dict[str, list[tuple[float, float]]] = {case: [] for case in ["ruff cached", *cases]}
+    for round_ in range(args.rounds):
+        samples["ruff cached"].append(timed(ruff, work))
+        for case, change in cases.items():
+            original = None
+            if change is not None:
+                path, edit = change
+                original = path.read_text()
+                path.write_text(edit(original, f"{round_}{time.time_ns()}"))
+            samples[case].append(timed(portlint, work))
+            if change is not None:
+                change[0].write_text(original)
+                subprocess.run(portlint, cwd=work, stdout=subprocess.DEVNULL)
+        print(f"round {round_ + 1}/{args.rounds}", file=sys.stderr)
+    shutil.rmtree(work, ignore_errors=True)
+    rows = {
+        case: {
+            "wall": statistics.median(w for w, _ in found),
+            "cpu": statistics.median(c for _, c in found),
+            "runs": len(found),
+        }
+        for case, found in samples.items()
+    }
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
+    print(f"{name}, {os.cpu_count()} CPUs, at {commit}; medians of {args.rounds}\n")
+    print("| case | wall (s) | CPU (s) |\n| --- | ---: | ---: |")
+    for case, row in rows.items():
+        print(f"| {case} | {row['wall']:.2f} | {row['cpu']:.2f} |")
+    if args.out:
+        args.out.write_text(
+            json.dumps({"tree": name, "commit": commit, "rows": rows}, indent=2) + "\n"
+        )
+
+
+if __name__ == "__main__":
+    main()
