@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import ctypes
 import dataclasses
+import gc
 import json
 import os
 import re
@@ -882,6 +883,7 @@ _slot = -1
 
 def _take_slot(running: Any, taken: Any) -> None:
     global _workers, _slot
+    gc.enable()  # (a worker's own: each job turns it off while it runs, and on after)
     with taken.get_lock():
         _workers, _slot = running, taken.value
         taken.value += 1

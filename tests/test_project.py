@@ -334,20 +334,61 @@ def test_an_edit_that_only_moves_lines_keeps_the_verdicts_where_things_are_now(t
     assert _verdicts(tmp_path).stat().st_mtime_ns != kept
 
 
-@pytest.mark.parametrize("damage", ["removed", "torn"])
-def test_lost_facts_files_are_read_again_from_the_source(tmp_path, damage):
+@pytest.mark.parametrize("damage", ["removed", "torn", "rewritten"])
+def test_facts_not_where_the_table_says_are_read_again_from_the_source(tmp_path, damage):
     _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": GUARDED_CALL})
     assert _findings(tmp_path) == []
-    for kept in _verdicts(tmp_path).parent.glob("*.json"):
-        if kept.name != "verdicts.json":
-            if damage == "removed":
-                kept.unlink()
-            else:
-                kept.write_bytes(kept.read_bytes()[:10])
+    (pack,) = _verdicts(tmp_path).parent.glob("facts-*.pack")
+    data = pack.read_bytes()
+    if damage == "removed":
+        pack.unlink()
+    elif damage == "torn":
+        pack.write_bytes(data[: len(data) // 2])
+    else:  # (another run's pack of the same name, another order)
+        pack.write_bytes(data[len(data) // 2 :] + data[: len(data) // 2])
     (tmp_path / "pkg" / "main.py").write_text(_moved(GUARDED_CALL))
     assert _findings(tmp_path) == []
     (tmp_path / "pkg" / "main.py").write_text(_moved(UNGUARDED_CALL))
     assert [line.split(" ")[0] for line in _findings(tmp_path)] == ["pkg/steps.py:5:5:"]
+
+
+def test_a_pack_mostly_of_facts_no_entry_names_is_rewritten(tmp_path, monkeypatch):
+    monkeypatch.setattr("portlint.index.store.SLACK", 0)
+    _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": GUARDED_CALL})
+    for text in (UNGUARDED_CALL, GUARDED_CALL, UNGUARDED_CALL):
+        (tmp_path / "pkg" / "main.py").write_text(text)
+        _findings(tmp_path)
+    packs = sorted(p.name for p in _verdicts(tmp_path).parent.glob("facts-*.pack"))
+    assert packs[-1] != "facts-0.pack"  # (the first is removed once no run can be reading it)
+    (tmp_path / "pkg" / "main.py").write_text(_moved(UNGUARDED_CALL))
+    assert [line.split(" ")[0] for line in _findings(tmp_path)] == ["pkg/steps.py:5:5:"]
+
+
+def test_the_store_reads_back_what_it_stored_after_its_pack_is_rewritten(tmp_path, monkeypatch):
+    from portlint.index.store import IndexStore
+
+    monkeypatch.setattr("portlint.index.store.SLACK", 0)
+    facts = {}
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.py").write_text(f"def {name}():\n    pass\n")
+        facts[str(tmp_path / f"{name}.py")] = read_module(ast.parse(f"def {name}(): pass"), set())
+    store = IndexStore(tmp_path / "cache", frozenset())
+    for path, found in facts.items():
+        store.store(path, "digest", found)
+    for round_ in range(
+        4
+    ):  # (the same file's facts again and again: the pack fills with dead ones)
+        facts[str(tmp_path / "a.py")] = {**facts[str(tmp_path / "a.py")], "round": round_}
+        store.update(str(tmp_path / "a.py"), facts[str(tmp_path / "a.py")])
+    store.save()
+    again = IndexStore(tmp_path / "cache", frozenset())
+    assert again.generation == 1
+    assert {path: again.read(again.entry(path)) for path in facts} == facts
+    # (the old pack stays until no run can still be reading it)
+    assert sorted(p.name for p in again.facts_folder.glob("*.pack")) == [
+        "facts-0.pack",
+        "facts-1.pack",
+    ]
 
 
 EDITS = [

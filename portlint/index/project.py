@@ -25,6 +25,7 @@ cycle (two functions that only call each other) proves nothing and the findings 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -199,8 +200,11 @@ class Project:
     # --- the joins --------------------------------------------------------------------------
     def _join(self) -> None:
         for path, data in self.facts.items():
+            named: dict[str, tuple[str, str] | str | None] = {}  # (a module names a name often)
             for row, (name, _, guarded, unit) in enumerate(data["uses"]):
-                target = self._resolve(path, name)
+                if name not in named:
+                    named[name] = self._resolve(path, name)
+                target = named[name]
                 if isinstance(target, tuple) and not _within(unit, path, target, self.module_of):
                     self.sites[target].append(Site(path, "uses", row, bool(guarded), unit))
             for row, (module, _, guarded, unit, _, _) in enumerate(data["imports"]):
@@ -607,11 +611,11 @@ def _inside(where: tuple[int, int], span: list[int]) -> bool:
     return (line, col) <= where < (end_line, end_col)
 
 
-def _enclosing(unit: str) -> Iterable[str]:
-    """``C.m`` is in ``C.m`` and in ``C``."""
+@functools.lru_cache(maxsize=4096)
+def _enclosing(unit: str) -> tuple[str, ...]:
+    """``C.m`` is in ``C.m`` and in ``C``. (Asked for each use, again in each round of the joins.)"""
     parts = unit.split(".") if unit else []
-    for index in range(len(parts), 0, -1):
-        yield ".".join(parts[:index])
+    return tuple(".".join(parts[:index]) for index in range(len(parts), 0, -1))
 
 
 def _within(unit: str, path: str, target: tuple[str, str], module_of: dict[str, str]) -> bool:

@@ -4,13 +4,19 @@ between runs.
 A module's facts (:func:`portlint.index.reading.read_module`) depend only on its text and on which
 top-level packages the run's tree holds (uses of other libraries are not kept), never on the
 settings: one store per (portlint build, packages). Its table holds, per file, the stamp and the
-digest of the bytes the facts were read from (as in :mod:`portlint.cache`), and what every run
-asks of every module without reading its facts: their :func:`~portlint.index.project.join_shape`
-and the module's stream helpers. The facts themselves are a file each in the store's folder,
-named by the digest of their JSON, read only where a run asks for that module (a finding in it,
-a name resolved through it, or joins made again): a run after an edit that kept every module's
-shape reads a few of them, not the 18 MB of vLLM's. Such a file is never rewritten, and one
-whose bytes do not match its name (a crash while it was written) is read again from the source.
+digest of the bytes the facts were read from (as in :mod:`portlint.cache`), where its facts are,
+and what every run asks of every module without reading its facts: their
+:func:`~portlint.index.project.join_shape` and the module's stream helpers.
+
+The facts themselves are appended, as JSON, to a pack file in the store's folder
+(``facts-<generation>.pack``), and read from it (offset, length) only where a run asks for that
+module: a finding in it, a name resolved through it, or joins made again. A run after an edit that
+kept every module's shape reads a few of them, not the 18 MB of vLLM's. Appends are single writes
+to a file opened for appending, so concurrent runs never overwrite each other's; what an entry
+names is checked against the digest it records, and facts that do not match (lost, torn, or in a
+pack rewritten since) are read again from the source, and stored again. A pack holding more than
+twice what the table names is rewritten as a new generation; a pack that no entry names is
+removed once no run can still be reading it.
 
 Beside them, the verdicts of the last joins and the :func:`~portlint.index.project.join_key`
 they were made for. A table or verdict that cannot be read is empty.
@@ -23,6 +29,7 @@ import contextlib
 import json
 import os
 import time
+import weakref
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -32,7 +39,11 @@ from portlint.cache import build_stamp, digest, file_stamp, load_table, save_tab
 from portlint.index.project import join_shape
 
 STAMP, DATA, FACTS, SHAPE, STREAM_HELPERS = range(5)  # the fields of an entry of the table
-STALE_SECONDS = 3600  # a facts file no entry names is removed once it is this old
+PACK, OFFSET, LENGTH, DIGEST = range(4)  # where an entry's facts are
+STALE_SECONDS = 3600  # a pack no entry names is removed once it is this old
+SLACK = (
+    4 << 20
+)  # bytes of a pack that no entry names, beyond as many as are named, before it is rewritten
 
 
 class IndexStore:
@@ -45,6 +56,10 @@ class IndexStore:
         self.entries: dict[str, list] = load_table(self.file)
         self.changed = False
         self._absolute: dict[str, str] = {}  # (a run asks for each path more than once)
+        generations = [e[FACTS][PACK] for e in self.entries.values() if _is_entry(e)]
+        self.generation = max(generations, default=0)  # the pack appended to
+        self._descriptors: dict[tuple[int, bool], int] = {}  # per (pack, for writing)
+        weakref.finalize(self, _close_all, self._descriptors)
 
     def _key(self, path: str) -> str:
         if path not in self._absolute:
@@ -57,8 +72,9 @@ class IndexStore:
         """The entry kept for ``path``, if its stamp (from ``info``, its status where it was
         taken already) or, given, its digest is the file's."""
         entry = self.entries.get(self._key(path))
-        if not isinstance(entry, list) or len(entry) != 5:
+        if not _is_entry(entry):
             return None
+        assert entry is not None
         if data_digest is not None:
             return entry if entry[DATA] == data_digest else None
         try:
@@ -68,10 +84,11 @@ class IndexStore:
         return entry if entry[STAMP] == stamp else None
 
     def read(self, entry: list) -> dict[str, Any] | None:
-        """The facts an entry names (None: their file is gone or torn)."""
+        """The facts an entry names (None: they are not there as it says)."""
+        where = entry[FACTS]
         with contextlib.suppress(OSError, ValueError):
-            data = (self.facts_folder / f"{entry[FACTS]}.json").read_bytes()
-            if digest(data) == entry[FACTS]:
+            data = os.pread(self._descriptor(where[PACK], False), where[LENGTH], where[OFFSET])
+            if digest(data) == where[DIGEST]:
                 facts = json.loads(data)
                 if isinstance(facts, dict):
                     return facts
@@ -82,35 +99,57 @@ class IndexStore:
             stamp = file_stamp(os.stat(path))
         except OSError:
             return
-        self.entries[self._key(path)] = [stamp, data_digest, *self._written(facts)]
-        self.changed = True
-
-    def update(self, path: str, facts: dict[str, Any]) -> None:
-        """``path``'s facts, completed after they were stored (for the same content)."""
-        entry = self.entries.get(self._key(path))
-        if isinstance(entry, list) and len(entry) == 5:
-            entry[FACTS:] = self._written(facts)
+        fields = self._written(facts)
+        if fields is not None:
+            self.entries[self._key(path)] = [stamp, data_digest, *fields]
             self.changed = True
 
-    def _written(self, facts: dict[str, Any]) -> list:
-        """The fields of an entry for ``facts``, their file written where it is missing."""
+    def update(self, path: str, facts: dict[str, Any]) -> None:
+        """``path``'s facts, completed or read again after they were stored (the same content)."""
+        entry = self.entries.get(self._key(path))
+        fields = self._written(facts) if _is_entry(entry) else None
+        if entry is not None and fields is not None:
+            entry[FACTS:] = fields
+            self.changed = True
+
+    def _written(self, facts: dict[str, Any]) -> list | None:
+        """The fields of an entry for ``facts``, appended to the pack (None: they cannot be)."""
         data = json.dumps(facts, separators=(",", ":")).encode()
-        name = digest(data)
-        target = self.facts_folder / f"{name}.json"
-        if not os.path.islink(self.folder) and not os.path.islink(self.facts_folder):
-            with contextlib.suppress(OSError):
-                if not target.exists():
-                    self.facts_folder.mkdir(parents=True, exist_ok=True)
-                    write_atomically(str(target), data, durable=False)
-        return [name, join_shape(facts), facts.get("stream_helpers", [])]
+        try:
+            descriptor = self._descriptor(self.generation, True)
+            if os.write(descriptor, data) != len(data):
+                return None
+            end = os.lseek(descriptor, 0, os.SEEK_CUR)  # (after this write, appended as one)
+        except OSError:
+            return None
+        where = [self.generation, end - len(data), len(data), digest(data)]
+        return [where, join_shape(facts), facts.get("stream_helpers", [])]
+
+    def _descriptor(self, generation: int, writing: bool) -> int:
+        """An open descriptor of a pack, for appending or for reading; none through a link."""
+        key = (generation, writing)
+        if key not in self._descriptors:
+            if os.path.islink(self.folder) or os.path.islink(self.facts_folder):
+                raise OSError(f"{self.facts_folder}: a link")
+            flags = os.O_RDONLY
+            if writing:
+                self.facts_folder.mkdir(parents=True, exist_ok=True)
+                flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+            path = self._pack(generation)
+            self._descriptors[key] = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        return self._descriptors[key]
+
+    def _pack(self, generation: int) -> str:
+        return str(self.facts_folder / f"facts-{generation}.pack")
 
     def shapes(self, paths: Iterator[str]) -> list[tuple[str, str]] | None:
         """The join shape of each of ``paths`` (None: one has no entry)."""
         found = []
         for path in paths:
             entry = self.entries.get(self._key(path))
-            if not isinstance(entry, list) or len(entry) != 5:
+            if not _is_entry(entry):
                 return None
+            assert entry is not None
             found.append((path, entry[SHAPE]))
         return found
 
@@ -127,23 +166,60 @@ class IndexStore:
                 write_atomically(str(self.facts_folder / "verdicts.json"), data.encode())
 
     def save(self) -> None:
-        """Write the table atomically, and remove the facts files that no entry names and
-        no run can still be reading; a store that cannot be written is no error."""
+        """Write the table atomically (the pack rewritten first where most of it is dead), and
+        remove the packs that no entry names and no run can still be reading; a store that
+        cannot be written is no error."""
         if not self.changed:
             return
+        with contextlib.suppress(OSError):
+            named = sum(e[FACTS][LENGTH] for e in self.entries.values() if _is_entry(e))
+            if os.path.getsize(self._pack(self.generation)) > 2 * named + SLACK:
+                self._rewrite()
         save_table(self.folder, self.file, self.entries)
-        named = {f"{entry[FACTS]}.json" for entry in self.entries.values() if len(entry) == 5}
+        kept = {f"facts-{e[FACTS][PACK]}.pack" for e in self.entries.values() if _is_entry(e)}
         with contextlib.suppress(OSError):
             for item in os.scandir(self.facts_folder):
-                lost = item.name not in named and item.name != "verdicts.json"
-                if lost and item.name.endswith(".json") and self._stale(item):
+                if item.name.endswith(".pack") and item.name not in kept and _stale(item):
                     os.unlink(item.path)
 
-    @staticmethod
-    def _stale(item: os.DirEntry) -> bool:
+    def _rewrite(self) -> None:
+        """Every entry's facts, and nothing else, in a pack of the next generation."""
+        entries = [e for e in self.entries.values() if _is_entry(e)]
+        parts, offset = [], 0
+        for entry in entries:
+            data = os.pread(
+                self._descriptor(entry[FACTS][PACK], False),
+                entry[FACTS][LENGTH],
+                entry[FACTS][OFFSET],
+            )
+            parts.append((entry, data, offset))
+            offset += len(data)
+        generation = self.generation + 1
+        write_atomically(self._pack(generation), b"".join(d for _, d, _ in parts), durable=False)
+        for entry, data, start in parts:
+            entry[FACTS] = [generation, start, len(data), entry[FACTS][DIGEST]]
+        self.generation = generation
+
+
+def _is_entry(entry: Any) -> bool:
+    return (
+        isinstance(entry, list)
+        and len(entry) == 5
+        and isinstance(entry[FACTS], list)
+        and len(entry[FACTS]) == 4
+    )
+
+
+def _stale(item: os.DirEntry) -> bool:
+    with contextlib.suppress(OSError):
+        return time.time() - item.stat().st_mtime > STALE_SECONDS
+    return False
+
+
+def _close_all(descriptors: dict[tuple[int, bool], int]) -> None:
+    for descriptor in descriptors.values():
         with contextlib.suppress(OSError):
-            return time.time() - item.stat().st_mtime > STALE_SECONDS
-        return False
+            os.close(descriptor)
 
 
 class Facts(MutableMapping[str, dict[str, Any]]):
@@ -168,8 +244,9 @@ class Facts(MutableMapping[str, dict[str, Any]]):
         return row
 
     def _read_again(self, path: str) -> dict[str, Any]:
-        """The facts of ``path`` from its source, where their file is lost (its text is the
-        entry's: the entry's stamp or digest matched it this run)."""
+        """The facts of ``path`` from its source, where the store's are not as its entry says
+        (its text is the entry's: the entry's stamp or digest matched it this run), and stored
+        again."""
         from portlint.engine import SourceError, read_source  # (the engine imports this module)
         from portlint.index.reading import read_module
         from portlint.speed.cut import parse_ast
@@ -177,8 +254,11 @@ class Facts(MutableMapping[str, dict[str, Any]]):
         try:
             tree = parse_ast(read_source(path))
         except SourceError:  # (gone since: a module that says nothing)
-            tree = None
-        return read_module(tree or ast.Module(body=[], type_ignores=[]), self.packages)
+            return read_module(ast.Module(body=[], type_ignores=[]), self.packages)
+        facts = read_module(tree or ast.Module(body=[], type_ignores=[]), self.packages)
+        assert self.store is not None
+        self.store.update(path, facts)
+        return facts
 
     def __setitem__(self, path: str, facts: dict[str, Any]) -> None:
         self.rows[path] = facts
