@@ -1,7 +1,8 @@
 """Warm runs on a tree, no configuration: nothing changed, and one file edited in several ways,
 each timed beside ruff's cached run on the same tree.
 
-    python bench/edited.py --corpus <package folder> [--rounds 5] [--out bench/edited.json]
+    python bench/edited.py --corpus <package folder> [--before <checkout>] [--rounds 5]
+        [--out bench/edited.json]
 
 The package folder (vLLM 0.33.0's ``vllm``, say) is copied, so caches and edits stay out of it.
 The cache is filled once; then in each round, for each case, the edit is made, ``portlint check``
@@ -15,9 +16,10 @@ from a filled cache of the tree as it is). Cases:
 - ``new call``: a call of another module's function added (a new use: the project is joined
   again).
 
-Each is made in the small file and in the large one given. Medians of the rounds, wall and CPU
-(user + system of the command and its children), with ruff's cached ``--select TID251`` run on
-the same tree in the same round as the yardstick.
+Each is made in the small file and in the large one given. With ``--before``, another checkout
+of portlint runs each case right after this one, on a copy of its own. Medians of the rounds,
+wall and CPU (user + system of the command and its children), with ruff's cached ``--select
+TID251`` run on the same tree in the same round as the yardstick.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,44 +73,54 @@ def middle(text: str, insert: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, required=True, help="a package folder (vllm/)")
+    parser.add_argument("--before", type=Path, help="another checkout of portlint, run beside")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--small", default=SMALL)
     parser.add_argument("--large", default=LARGE)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    # Bytecode for portlint's modules, as an installed portlint has it (this checkout may run
-    # under PYTHONDONTWRITEBYTECODE: then every run would compile them again).
-    compileall.compile_dir(REPO / "portlint", quiet=1)
+    checkouts = {"now": REPO, **({"before": args.before.resolve()} if args.before else {})}
     work = Path(tempfile.mkdtemp(prefix="portlint-edited-"))
     name = args.corpus.resolve().name
-    shutil.copytree(args.corpus, work / name)
-    env_python = sys.executable
-    portlint = [env_python, "-m", "portlint", "check", name, "--exit-zero", "-q"]
+    trees = {}
+    for state, checkout in checkouts.items():
+        # Bytecode for portlint's modules, as an installed portlint has it (this checkout may
+        # run under PYTHONDONTWRITEBYTECODE: then every run would compile them again).
+        compileall.compile_dir(checkout / "portlint", quiet=1)
+        trees[state] = work / state  # (a copy each: each state's cache its own)
+        shutil.copytree(args.corpus, trees[state] / name)
     ruff = ["ruff", "check", name, "--isolated", "--select", "TID251", "--exit-zero"]
-    os.environ["PYTHONPATH"] = str(REPO)
-    subprocess.run(portlint, cwd=work, stdout=subprocess.DEVNULL)
-    subprocess.run(ruff, cwd=work, stdout=subprocess.DEVNULL)
-    cases = {"warm": None}
+    portlint = [sys.executable, "-m", "portlint", "check", name, "--exit-zero", "-q"]
+
+    def run(state: str) -> tuple[float, float]:
+        os.environ["PYTHONPATH"] = str(checkouts[state])
+        return timed(portlint, trees[state])
+
+    for state in checkouts:
+        run(state)
+    subprocess.run(ruff, cwd=trees["now"], stdout=subprocess.DEVNULL)
+    edits: dict[str, tuple[str, Callable[[str, str], str]] | None] = {"warm": None}
     for size, relative in (("small", args.small), ("large", args.large)):
         for case, edit in (
             ("comment at the end", lambda t, s: t + f"# edited {s}\n"),
             ("line in the middle", lambda t, s: middle(t, LINE.format(stamp=s))),
             ("new call", lambda t, s: middle(t, CALL.format(stamp=s))),
         ):
-            cases[f"{case}, {size} file"] = (work / name / relative, edit)
-    samples: dict[str, list[tuple[float, float]]] = {case: [] for case in ["ruff cached", *cases]}
+            edits[f"{case}, {size} file"] = (relative, edit)
+    samples: dict[str, list[tuple[float, float]]] = {"ruff cached": []}
     for round_ in range(args.rounds):
-        samples["ruff cached"].append(timed(ruff, work))
-        for case, change in cases.items():
-            original = None
-            if change is not None:
-                path, edit = change
-                original = path.read_text()
-                path.write_text(edit(original, f"{round_}{time.time_ns()}"))
-            samples[case].append(timed(portlint, work))
-            if change is not None:
-                change[0].write_text(original)
-                subprocess.run(portlint, cwd=work, stdout=subprocess.DEVNULL)
+        samples["ruff cached"].append(timed(ruff, trees["now"]))
+        for case, change in edits.items():
+            for state in checkouts:
+                original = None
+                if change is not None:
+                    path = trees[state] / name / change[0]
+                    original = path.read_text()
+                    path.write_text(change[1](original, f"{round_}{time.time_ns()}"))
+                samples.setdefault(f"{case} ({state})", []).append(run(state))
+                if original is not None:
+                    path.write_text(original)
+                    run(state)
         print(f"round {round_ + 1}/{args.rounds}", file=sys.stderr)
     shutil.rmtree(work, ignore_errors=True)
     rows = {
@@ -118,17 +131,19 @@ def main() -> None:
         }
         for case, found in samples.items()
     }
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
-    ).stdout.strip()
-    print(f"{name}, {os.cpu_count()} CPUs, at {commit}; medians of {args.rounds}\n")
+    commits = {
+        state: subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=checkout, capture_output=True, text=True
+        ).stdout.strip()
+        for state, checkout in checkouts.items()
+    }
+    print(f"{name}, {os.cpu_count()} CPUs, {commits}; medians of {args.rounds}\n")
     print("| case | wall (s) | CPU (s) |\n| --- | ---: | ---: |")
     for case, row in rows.items():
         print(f"| {case} | {row['wall']:.2f} | {row['cpu']:.2f} |")
     if args.out:
-        args.out.write_text(
-            json.dumps({"tree": name, "commit": commit, "rows": rows}, indent=2) + "\n"
-        )
+        record = {"tree": name, "commits": commits, "rows": rows}
+        args.out.write_text(json.dumps(record, indent=2) + "\n")
 
 
 if __name__ == "__main__":
