@@ -32,7 +32,7 @@ import time
 import weakref
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from portlint.atomic import write_atomically
 from portlint.cache import build_stamp, digest, file_stamp, load_table, save_table, table_name
@@ -41,9 +41,8 @@ from portlint.index.project import join_shape
 STAMP, DATA, FACTS, SHAPE, STREAM_HELPERS = range(5)  # the fields of an entry of the table
 PACK, OFFSET, LENGTH, DIGEST = range(4)  # where an entry's facts are
 STALE_SECONDS = 3600  # a pack no entry names is removed once it is this old
-SLACK = (
-    4 << 20
-)  # bytes of a pack that no entry names, beyond as many as are named, before it is rewritten
+# Bytes of a pack that no entry names, beyond as many as are named, before it is rewritten.
+SLACK = 4 << 20
 
 
 class IndexStore:
@@ -58,8 +57,9 @@ class IndexStore:
         self._absolute: dict[str, str] = {}  # (a run asks for each path more than once)
         generations = [e[FACTS][PACK] for e in self.entries.values() if _is_entry(e)]
         self.generation = max(generations, default=0)  # the pack appended to
-        self._descriptors: dict[tuple[int, bool], int] = {}  # per (pack, for writing)
-        weakref.finalize(self, _close_all, self._descriptors)
+        self._appending: dict[int, int] = {}  # per pack, a descriptor open for appending
+        self._reading: dict[int, BinaryIO] = {}  # per pack, a file open for reading
+        weakref.finalize(self, _close_all, self._appending, self._reading)
 
     def _key(self, path: str) -> str:
         if path not in self._absolute:
@@ -87,7 +87,7 @@ class IndexStore:
         """The facts an entry names (None: they are not there as it says)."""
         where = entry[FACTS]
         with contextlib.suppress(OSError, ValueError):
-            data = os.pread(self._descriptor(where[PACK], False), where[LENGTH], where[OFFSET])
+            data = self._bytes(where)
             if digest(data) == where[DIGEST]:
                 facts = json.loads(data)
                 if isinstance(facts, dict):
@@ -116,7 +116,7 @@ class IndexStore:
         """The fields of an entry for ``facts``, appended to the pack (None: they cannot be)."""
         data = json.dumps(facts, separators=(",", ":")).encode()
         try:
-            descriptor = self._descriptor(self.generation, True)
+            descriptor = self._appender(self.generation)
             if os.write(descriptor, data) != len(data):
                 return None
             end = os.lseek(descriptor, 0, os.SEEK_CUR)  # (after this write, appended as one)
@@ -125,19 +125,27 @@ class IndexStore:
         where = [self.generation, end - len(data), len(data), digest(data)]
         return [where, join_shape(facts), facts.get("stream_helpers", [])]
 
-    def _descriptor(self, generation: int, writing: bool) -> int:
-        """An open descriptor of a pack, for appending or for reading; none through a link."""
-        key = (generation, writing)
-        if key not in self._descriptors:
-            if os.path.islink(self.folder) or os.path.islink(self.facts_folder):
-                raise OSError(f"{self.facts_folder}: a link")
-            flags = os.O_RDONLY
-            if writing:
-                self.facts_folder.mkdir(parents=True, exist_ok=True)
-                flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-            path = self._pack(generation)
-            self._descriptors[key] = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
-        return self._descriptors[key]
+    def _appender(self, generation: int) -> int:
+        """A descriptor of a pack open for appending (made where missing; never through a link)."""
+        if generation not in self._appending:
+            self._no_link()
+            self.facts_folder.mkdir(parents=True, exist_ok=True)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+            self._appending[generation] = os.open(self._pack(generation), flags, 0o666)
+        return self._appending[generation]
+
+    def _bytes(self, where: list) -> bytes:
+        """What a pack holds at an entry's offset, as long as it says."""
+        if where[PACK] not in self._reading:
+            self._no_link()
+            self._reading[where[PACK]] = open(self._pack(where[PACK]), "rb", buffering=0)  # noqa: SIM115
+        stream = self._reading[where[PACK]]
+        stream.seek(where[OFFSET])
+        return stream.read(where[LENGTH])
+
+    def _no_link(self) -> None:
+        if os.path.islink(self.folder) or os.path.islink(self.facts_folder):
+            raise OSError(f"{self.facts_folder}: a symbolic link")
 
     def _pack(self, generation: int) -> str:
         return str(self.facts_folder / f"facts-{generation}.pack")
@@ -187,11 +195,7 @@ class IndexStore:
         entries = [e for e in self.entries.values() if _is_entry(e)]
         parts, offset = [], 0
         for entry in entries:
-            data = os.pread(
-                self._descriptor(entry[FACTS][PACK], False),
-                entry[FACTS][LENGTH],
-                entry[FACTS][OFFSET],
-            )
+            data = self._bytes(entry[FACTS])
             parts.append((entry, data, offset))
             offset += len(data)
         generation = self.generation + 1
@@ -216,10 +220,12 @@ def _stale(item: os.DirEntry) -> bool:
     return False
 
 
-def _close_all(descriptors: dict[tuple[int, bool], int]) -> None:
-    for descriptor in descriptors.values():
+def _close_all(appending: dict[int, int], reading: dict[int, BinaryIO]) -> None:
+    for descriptor in appending.values():
         with contextlib.suppress(OSError):
             os.close(descriptor)
+    for stream in reading.values():
+        stream.close()
 
 
 class Facts(MutableMapping[str, dict[str, Any]]):
