@@ -16,9 +16,10 @@ def write_atomically(
     durable: bool = True,
 ) -> None:
     """Replace ``path`` with ``data``: written to a temporary file in the same folder, flushed to
-    disk (not where ``durable`` is false: a reader that checks what it reads), given ``owner`` (user and group ids; None: whoever runs this) and ``mode`` (permission
-    bits; None: what a new file gets), then renamed over ``path``. Where any step fails, ``path``
-    is as it was and the temporary file is gone."""
+    disk (not where ``durable`` is false: data whose reader checks it against a digest), given
+    ``owner`` (user and group ids; None: whoever runs this) and ``mode`` (permission bits; None:
+    what a new file gets), then renamed over ``path``. Where any step fails, ``path`` is as it
+    was and the temporary file is gone."""
     folder = os.path.dirname(path) or "."
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=".portlint-", suffix=".tmp")
     try:
