@@ -302,6 +302,9 @@ def check(**parameters: object) -> None:
     except (UsageError, ConfigError, BrokenRules) as error:
         click.echo(f"portlint: error: {error}", err=True)
         status = EXIT_ERROR
+    except BrokenPipeError:  # the reader of the output stopped (`portlint check | head`)
+        _quiet_stdout()
+        status = EXIT_ERROR
     except OSError as error:  # the output file
         click.echo(f"portlint: error: {options.output_file}: {error.strerror}", err=True)
         status = EXIT_ERROR
@@ -319,6 +322,13 @@ def run() -> None:
     global _program
     _program = True
     main()
+
+
+def _quiet_stdout() -> None:
+    """Standard output sent nowhere from now on, so that what is left in its buffer (written
+    out at exit) cannot fail again on a pipe nobody reads."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _exit_now(status: int) -> None:

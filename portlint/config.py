@@ -9,6 +9,7 @@ cannot be used is one :class:`ConfigError` (one line, exit 2), never a traceback
 from __future__ import annotations
 
 import ast
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -88,23 +89,31 @@ class Overrides:
     partial_parse: bool = True
 
 
-def find_pyproject(start: Path, known: dict[Path, Path | None] | None = None) -> Path | None:
+def find_pyproject(start: Path, known: dict[str, Path | None] | None = None) -> Path | None:
     """The nearest pyproject.toml at or above ``start`` that has a ``[tool.portlint]`` table.
     ``known``: what earlier calls found, per resolved folder (a run asks for every folder)."""
     start = start.resolve()
-    known = {} if known is None else known
-    folders = [start, *start.parents] if start.is_dir() else list(start.parents)
-    looked: list[Path] = []
+    return _nearest_pyproject(str(start if start.is_dir() else start.parent), known or {})
+
+
+def _nearest_pyproject(folder: str, known: dict[str, Path | None]) -> Path | None:
+    """:func:`find_pyproject` from a resolved folder, remembered in ``known`` for it and every
+    folder looked at above it."""
+    looked: list[str] = []
     found = None
-    for folder in folders:
+    while True:
         if folder in known:
             found = known[folder]
             break
         looked.append(folder)
-        candidate = folder / "pyproject.toml"
+        candidate = Path(folder, "pyproject.toml")
         if candidate.is_file() and _portlint_table(_read_toml(candidate), candidate) is not None:
             found = candidate
             break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
     for folder in looked:
         known[folder] = found
     return found
@@ -185,8 +194,9 @@ class Configurations:
         self.overrides = overrides
         self.cwd = cwd
         self.config_file = config_file
-        self._by_folder: dict[Path, Path | None] = {}  # per folder as given
-        self._by_resolved: dict[Path, Path | None] = {}  # per resolved folder, and those above
+        self._by_folder: dict[str, Path | None] = {}  # per folder as given
+        self._by_resolved: dict[str, Path | None] = {}  # per resolved folder, and those above
+        self._resolved: dict[str, str] = {}  # each folder as given, resolved
         self._settings: dict[Path | None, Settings] = {}
 
     def config_for(self, path: Path) -> Path | None:
@@ -194,13 +204,30 @@ class Configurations:
         if self.config_file is not None:
             return self.config_file
         # A source file's is its folder's (found once per folder: a run asks for every file).
-        folder = path.parent if path.suffix in (".py", ".pyi") else path
+        name = os.fspath(path)
+        folder = os.path.dirname(name) if name.endswith((".py", ".pyi")) else name
         if folder not in self._by_folder:
-            absolute = (self.cwd / folder).resolve()
-            if not absolute.is_dir():
-                absolute = absolute.parent
-            self._by_folder[folder] = find_pyproject(absolute, self._by_resolved)
+            absolute = self._resolve(folder)
+            if not os.path.isdir(absolute):
+                absolute = os.path.dirname(absolute)
+            self._by_folder[folder] = _nearest_pyproject(absolute, self._by_resolved)
         return self._by_folder[folder]
+
+    def _resolve(self, folder: str) -> str:
+        """``folder`` (relative to the working folder, or absolute) resolved: from its parent's
+        resolved form where it is not a link (one ``lstat`` rather than one per part)."""
+        if folder not in self._resolved:
+            parent, name = os.path.split(folder)
+            if (
+                parent
+                and name not in ("", ".", "..")
+                and not os.path.islink(os.path.join(self.cwd, folder))
+            ):
+                resolved = os.path.join(self._resolve(parent), name)
+            else:
+                resolved = os.path.realpath(os.path.join(self.cwd, folder))
+            self._resolved[folder] = resolved
+        return self._resolved[folder]
 
     def settings_for(self, path: Path) -> Settings:
         return self.settings_of(self.config_for(path))

@@ -54,37 +54,36 @@ def _kept(
 def _walk(top: Path, settings: Settings) -> list[Path]:
     """The Python files under ``top``, as paths under ``top`` (matched in their resolved form)."""
     found: list[Path] = []
-    base = str(top.resolve())
+    from_root = os.path.relpath(top.resolve(), settings.root)
+    # Per folder still to walk: its resolved form and its path from the root, each ending in a
+    # separator (joined by hand: ``os.path.join`` and ``relpath`` per entry are most of a walk),
+    # and the .gitignore patterns of the folders above it.
     base_patterns = gitignore.ancestor_patterns(top) if settings.respect_gitignore else []
-    patterns_by_dir: dict[str, list[gitignore.Pattern]] = {}
+    pending = {
+        os.fspath(top): (
+            os.path.join(str(top.resolve()), ""),
+            "" if from_root == "." else os.path.join(from_root, ""),
+            base_patterns,
+        )
+    }
     for folder, dirnames, filenames in os.walk(top):
         here = Path(folder)
-        relative = os.path.relpath(folder, top)
-        resolved = base if relative == "." else os.path.join(base, relative)
-        from_root = os.path.relpath(resolved, settings.root)
-        from_root = "" if from_root == "." else from_root
-        patterns = patterns_by_dir.pop(folder, base_patterns)
+        inside, under_root, patterns = pending.pop(folder)
         if settings.respect_gitignore:
             patterns = patterns + gitignore.parse(here / ".gitignore")
         dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if _kept(
-                os.path.join(resolved, d), os.path.join(from_root, d), True, settings, patterns
-            )
+            d for d in dirnames if _kept(inside + d, under_root + d, True, settings, patterns)
         )
         for name in dirnames:
-            patterns_by_dir[os.path.join(folder, name)] = patterns
+            pending[os.path.join(folder, name)] = (
+                inside + name + os.sep,
+                under_root + name + os.sep,
+                patterns,
+            )
         found.extend(
             here / name
             for name in sorted(filenames)
             if name.endswith(PYTHON_SUFFIXES)
-            and _kept(
-                os.path.join(resolved, name),
-                os.path.join(from_root, name),
-                False,
-                settings,
-                patterns,
-            )
+            and _kept(inside + name, under_root + name, False, settings, patterns)
         )
     return found

@@ -218,16 +218,31 @@ def _holds(package: str, library: str) -> bool:
 
 def top_level_imports(tree: ast.Module) -> Iterator[tuple[str, int]]:
     """The modules the module imports at its top level (not in a ``try``, an ``if`` or a
-    function), with their lines: ``from cuda import bindings`` gives ``cuda`` and
-    ``cuda.bindings``. Relative imports are left out."""
-    for node in tree.body:
-        if isinstance(node, ast.Import):
+    function; in the body of a ``with``, which always runs, unless it is ``suppress(...)``),
+    with their lines: ``from cuda import bindings`` gives ``cuda`` and ``cuda.bindings``.
+    Relative imports are left out."""
+    pending = list(reversed(tree.body))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.With, ast.AsyncWith)) and not any(
+            _suppresses(item.context_expr) for item in node.items
+        ):
+            pending.extend(reversed(node.body))
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, node.lineno
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             yield node.module, node.lineno
             for alias in node.names:
                 yield f"{node.module}.{alias.name}", node.lineno
+
+
+def _suppresses(manager: ast.expr) -> bool:
+    """``suppress(...)`` (``contextlib``'s), which may end the block at any error."""
+    callee = manager.func if isinstance(manager, ast.Call) else manager
+    return (
+        callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+    ) == "suppress"
 
 
 def first_import_of(

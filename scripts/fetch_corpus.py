@@ -1,6 +1,6 @@
 """Fetch the Python sources of the audit set (or any PyPI release) into a folder.
 
-    python scripts/fetch_corpus.py DEST                     # the five projects of the audits
+    python scripts/fetch_corpus.py DEST                     # every release an audit read
     python scripts/fetch_corpus.py DEST sglang==0.5.23      # any NAME==VERSION on PyPI
 
 Each release lands in ``DEST/NAME-VERSION/NAME/`` (only its ``.py`` files), as
@@ -20,6 +20,11 @@ from pathlib import Path
 AUDIT_SET = (
     "vllm==0.33.0", "sglang==0.5.23", "deepspeed==0.19.8", "transformers==5.23.0",
     "accelerate==1.15.0",
+)  # fmt: skip
+# Releases read by held-out audits whose real findings tests/data/known_real.txt holds too.
+HELD_OUT = (
+    "diffusers==0.42.1", "lightning==2.6.6", "peft==0.21.2", "trl==1.16.0", "mmengine==0.10.7",
+    "verl==0.9.1", "bitsandbytes==0.50.2", "torchtitan==0.3.0",
 )  # fmt: skip
 PLATFORMS = ["manylinux2014_x86_64", *(f"manylinux_2_{n}_x86_64" for n in range(17, 41))]
 
@@ -82,7 +87,7 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
-    dest, requirements = Path(argv[0]), argv[1:] or list(AUDIT_SET)
+    dest, requirements = Path(argv[0]), argv[1:] or [*AUDIT_SET, *HELD_OUT]
     for requirement in requirements:
         print(fetch(requirement, dest))
     return 0

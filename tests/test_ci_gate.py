@@ -72,7 +72,7 @@ def test_json_lines_holds_the_json_objects_one_per_line(formats):
 
 
 SCHEMA = REPO / "tests" / "data" / "sarif-schema-2.1.0.json"
-LIKELY = 'import torch\n\n\ndef run(x, device="cuda"):\n    return x\n'
+LIKELY = 'import torch\n\n\ndef run(x, device="cuda"):\n    return x.to(device)\n'
 
 
 @pytest.fixture

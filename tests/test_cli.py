@@ -54,6 +54,22 @@ def test_the_program_ends_with_all_of_its_output_written(tmp_path):
     assert len(lines) == 3000 and lines[-1].startswith("many.py:3001:1: PORT")
 
 
+def test_a_reader_that_stops_reading_ends_the_run_quietly(tmp_path):
+    """`portlint check | head -1`: the pipe closes under a long report; the run ends with status 2
+    and nothing on stderr (no traceback, no error about the pipe)."""
+    write(tmp_path, "many.py", "import torch\n" + "torch.cuda.synchronize()\n" * 3000)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "portlint", "check", "many.py", "--no-cache"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    first = process.stdout.readline()
+    process.stdout.close()
+    errors = process.stderr.read()
+    assert process.wait(timeout=300) == 2
+    assert first.startswith(b"many.py:2:1: PORT401") and errors == b""
+
+
 def test_findings_exit_1_in_sorted_text_with_summary(project):
     """As a user runs it: `python -m portlint` in a process of its own."""
     result = run_cli("check", "src", cwd=project, subprocess_=True)
@@ -112,7 +128,11 @@ def test_json_has_every_field_ruff_has_and_syntax_errors_are_invalid_syntax(tmp_
     ruff_fields = {"cell", "code", "end_location", "filename", "fix", "location", "message",
                    "name", "noqa_row", "severity", "url"}  # fmt: skip
     write(tmp_path, "broken.py", "import torch\ndef f(:\n    torch.cuda.synchronize()\n")
-    write(tmp_path, "warm.py", 'import torch\n\n\ndef run(x, device="cuda"):\n    return x\n')
+    write(
+        tmp_path,
+        "warm.py",
+        'import torch\n\n\ndef run(x, device="cuda"):\n    return x.to(device)\n',
+    )
     result = run_cli("check", ".", "--output-format", "json", cwd=tmp_path)
     items = json.loads(result.stdout)
     assert all(ruff_fields <= set(item) for item in items)

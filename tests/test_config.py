@@ -275,3 +275,25 @@ def test_per_file_ignores_options_replace_or_extend_the_configured_table(tmp_pat
         2,
         "portlint: error: --per-file-ignores: expected PATTERN:CODE, got 'PORT101'\n",
     )
+
+
+def test_a_linked_folder_takes_the_configuration_above_its_target(tmp_path, monkeypatch):
+    """Folders are resolved (links followed) before the nearest pyproject.toml is looked up, each
+    relative to the run's folder, whatever folder the process is in."""
+    from portlint.config import Configurations, Overrides
+
+    theirs = tmp_path / "theirs"
+    (theirs / "pkg" / "sub").mkdir(parents=True)
+    (theirs / "pyproject.toml").write_text("[tool.portlint]\nselect = ['PORT101']\n")
+    ours = tmp_path / "ours"
+    ours.mkdir()
+    (ours / "pyproject.toml").write_text("[tool.portlint]\nselect = ['PORT102']\n")
+    (ours / "link").symlink_to(theirs / "pkg", target_is_directory=True)
+    (ours / "plain").mkdir()
+    monkeypatch.chdir(tmp_path)  # (not the run's folder)
+    configurations = Configurations(Overrides(), ours)
+    assert configurations.config_for(Path("link/x.py")) == theirs / "pyproject.toml"
+    assert configurations.config_for(Path("link/sub/y.py")) == theirs / "pyproject.toml"
+    assert configurations.config_for(Path("plain/z.py")) == ours / "pyproject.toml"
+    assert configurations.config_for(Path("top.py")) == ours / "pyproject.toml"
+    assert configurations.config_for(ours / "link" / "sub") == theirs / "pyproject.toml"

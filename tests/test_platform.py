@@ -60,11 +60,16 @@ def test_a_module_is_cuda_only_by_its_path_below_the_project_root_or_its_imports
     assert module_platform(f"{root}/pkg/model.py", root, plain, libraries, frozenset()) is None
     found = verdict("pkg/model.py", "'''Doc.'''\nimport torch\nfrom flashinfer import norm\n")
     assert (found.kind, found.line) == ("imports", 3)  # type: ignore[union-attr]
+    # The body of a `with` always runs (an import under a patch of what it reads).
+    found = verdict("pkg/model.py", "with patch('x', return_value=[]):\n    import flashinfer\n")
+    assert (found.kind, found.line) == ("imports", 2)  # type: ignore[union-attr]
     for optional in (
         "try:\n    import flashinfer\nexcept ImportError:\n    pass\n",
         "if HAVE:\n    import flashinfer\n",
         "def f():\n    import flashinfer\n",
         "from .flashinfer import norm\n",
+        "with contextlib.suppress(ImportError):\n    import flashinfer\n",
+        "with suppress(ImportError):\n    import flashinfer\n",
     ):
         assert verdict("pkg/model.py", optional) is None, optional
 

@@ -17,7 +17,8 @@ and why (:class:`Silence`):
   ``class CudaPlatform``, ``def cuda(self)``) or of a class derived from one;
 - ``tests``: a test function, class or module that runs only where CUDA is (``skipif(not
   torch.cuda.is_available())``, ``skipUnless(...)``, a module's ``pytestmark``, a marker assigned
-  to a name, a ``require_cuda``-like decorator, an autouse fixture that skips);
+  to a name, a ``require_cuda``-like decorator, an autouse fixture that skips, a multi-process
+  test case whose ``world_size`` is the number of CUDA devices);
 - ``dispatch``: the ``else`` of an ``if``/``elif`` chain over other devices with no CUDA arm
   (``if is_xpu(): ... elif is_npu(): ... else: <CUDA>``), the ``"cuda"`` entry of a table keyed
   by device type;
@@ -33,7 +34,7 @@ release) is read by :class:`~portlint.analysis.guard_tests.GuardTests`, which th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -209,6 +210,34 @@ class GuardAnalysis(GuardTests):
         for later in self._rest_of_block(statement):
             self._mark(later, silence)
 
+    def _mark_required_value(
+        self, statement: cst.CSTNode, test: cst.BaseExpression, silence: Silence
+    ) -> None:
+        """The statement right before a requirement of CUDA (``if device.type != "cuda":
+        raise``, ``assert x.is_cuda``) where it binds what the test reads (``device =
+        torch.device("cuda", index)``): the value is made to be checked, and off CUDA the run
+        stops at the check, loudly."""
+        block = self.get_metadata(ParentProvider, statement, None)
+        body = getattr(block, "body", None)
+        if not isinstance(body, (list, tuple)) or statement not in body:
+            return
+        index = body.index(statement)
+        before = body[index - 1] if index else None
+        if not isinstance(before, cst.SimpleStatementLine) or len(before.body) != 1:
+            return
+        bind = before.body[0]
+        targets = (
+            [t.target for t in bind.targets]
+            if isinstance(bind, cst.Assign)
+            else [bind.target]
+            if isinstance(bind, cst.AnnAssign)
+            else []
+        )
+        read = {n.value for n in _names_in(test)}
+        if any(isinstance(t, cst.Name) and t.value in read for t in targets):
+            why = f"made to be checked: {silence.text}, which stops unless on CUDA"
+            self._mark(before, Silence("guard", why, silence.node, test, silence.quoted))
+
     def _infers(self, kind: str) -> bool:
         return kind in self.inferences
 
@@ -277,6 +306,7 @@ class GuardAnalysis(GuardTests):
                 if self.polarity(statement.test) == 1:
                     silence = self._guard(statement.test, node, "`assert {code}`")
                     self._mark_rest_of_block(node, silence)
+                    self._mark_required_value(node, statement.test, silence)
             if (
                 self.requiring
                 and isinstance(statement, cst.Expr)
@@ -324,6 +354,8 @@ class GuardAnalysis(GuardTests):
                 self._mark(node.orelse, silence)
             if exits:
                 self._mark_rest_of_block(node, silence)
+            if raises:
+                self._mark_required_value(node, test, silence)
         parent = self.get_metadata(ParentProvider, node, None)
         if not (isinstance(parent, cst.If) and parent.orelse is node):
             self._dispatch_chain(node)
@@ -545,6 +577,7 @@ class GuardAnalysis(GuardTests):
                         why = f"class `{name}` derives from `{base_name}`, named for CUDA or ROCm"
                         self._mark(node.body, Silence("names", why, node))
         self._test_decorators(node)
+        self._cuda_ranks(node)
         self.guard_names.append({})
         self._bind_guard_names(node.body.body)
 
@@ -562,6 +595,7 @@ class GuardAnalysis(GuardTests):
             else:
                 why = f"function `{name}` is named for CUDA or ROCm"
                 self._mark(node.body, Silence("names", why, node))
+                self._mark(node.params, Silence("names", why, node))  # (its defaults too)
         if self._infers("tests") and requires_cuda(name):
             why = f"`{name}` is a decorator that requires CUDA"
             self._mark(node.body, Silence("tests", why, node))
@@ -591,6 +625,25 @@ class GuardAnalysis(GuardTests):
             if why:
                 silence = Silence("tests", f"{why}: `{{code}}`", decorator, quoted=decorator)
                 self._mark(node.body, silence)
+
+    def _cuda_ranks(self, node: cst.ClassDef) -> None:
+        """A multi-process test case whose ``world_size`` is the number of CUDA devices
+        (``world_size = min(torch.cuda.device_count(), 4)``, or a property that returns it)
+        starts no process where there is none, and torch's distributed test cases then skip
+        every test: the class runs only on CUDA (outside a test case, the same count is a
+        finding: a run with no rank on another accelerator)."""
+        if not (self._infers("tests") and _is_test_case(node)):
+            return
+        for statement in node.body.body:
+            for value in _world_size_values(statement):
+                if self._is_count(value) or (
+                    isinstance(value, cst.Call)
+                    and dotted_name(value.func) == "min"
+                    and any(self._is_count(arg.value) for arg in value.args)
+                ):
+                    why = "the test's world size is the number of CUDA devices: `{code}`"
+                    self._mark(node.body, Silence("tests", why, statement, quoted=value))
+                    return
 
     def _cuda_only_marker(self, marker: cst.BaseExpression, depth: int = 0) -> str | None:
         """What says a test marker runs its test only on CUDA: a skip whose condition is a CUDA
@@ -697,7 +750,9 @@ class GuardAnalysis(GuardTests):
         self.cuda_imports.append(node)
         if not self._inside_try(node):
             why = f"the function imports `{library}`, which exists only for NVIDIA or AMD GPUs"
-            self._mark(self.function_stack[-1].body, Silence("imports", why, node))
+            function = self.function_stack[-1]
+            self._mark(function.body, Silence("imports", why, node))
+            self._mark(function.params, Silence("imports", why, node))  # (its defaults too)
 
     def _calls_library_first(self, function: cst.FunctionDef) -> None:
         """A function that uses a library that exists only for NVIDIA or AMD GPUs before
@@ -900,13 +955,13 @@ class GuardAnalysis(GuardTests):
                 return silence
         return None
 
-    def _tested_only_as_requirement(self, value: cst.CSTNode) -> str | None:
-        """The name ``value`` (a check) is bound to, where every use of the name is in the test
-        of a requirement or a dispatch (``_HAS_CUDA = torch.cuda.is_available()``, then only
-        ``@unittest.skipUnless(_HAS_CUDA and ..., ...)``): the check confines, as there."""
+    def _holder(self, value: cst.CSTNode) -> str | None:
+        """The one plain name ``value`` (a check) is bound to, if there is one."""
         names = [name for name, values in self.bound.items() if value in values]
-        if len(names) != 1 or "." in names[0]:
-            return None
+        return names[0] if len(names) == 1 and "." not in names[0] else None
+
+    def _uses_of(self, name: str) -> list[cst.Name]:
+        """Where the module reads ``name``, one of the names checks are bound to."""
         if self._name_uses is None:  # (once per module, and only where it is asked)
             self._name_uses = {}
             for node in self.parents:
@@ -916,11 +971,33 @@ class GuardAnalysis(GuardTests):
                     and not isinstance(self.parents.get(node), cst.AssignTarget)
                 ):
                     self._name_uses.setdefault(node.value, []).append(node)
-        uses = self._name_uses.get(names[0], [])
+        return self._name_uses.get(name, [])
+
+    def _tested_only_as_requirement(self, value: cst.CSTNode) -> str | None:
+        """The name ``value`` (a check) is bound to, where every use of the name is in the test
+        of a requirement or a dispatch (``_HAS_CUDA = torch.cuda.is_available()``, then only
+        ``@unittest.skipUnless(_HAS_CUDA and ..., ...)``): the check confines, as there."""
+        name = self._holder(value)
+        uses = self._uses_of(name) if name is not None else []
         required = tuple(t for t, r in self.tests.items() if r.role in (REQUIREMENT, DISPATCH))
         if uses and all(self._under(use, required) for use in uses):
-            return names[0]
+            return name
         return None
+
+    def _named_for_cuda(self, value: cst.CSTNode) -> str | None:
+        """The name ``value`` (a check) is bound to, where the name says that it asks about CUDA
+        (``is_cuda_available = torch.cuda.is_available()``, ``_is_cuda = ...``) and the module
+        only tests it, never to pick the CPU otherwise: the question is CUDA's by intent (a
+        portable query there would change what the name means), and each test is judged where
+        it is. A use as data (printed in an environment report, passed on) keeps the finding."""
+        name = self._holder(value)
+        if name is None or not names_cuda(name):
+            return None
+        for use in self._uses_of(name):
+            tests = self.tests_of(use)
+            if not tests or any(self.tests[test].cpu_otherwise for test in tests):
+                return None
+        return name
 
     def answer(self, node: cst.CSTNode) -> Silence | None:
         """Why a check at ``node`` is the answer of a predicate named for CUDA
@@ -951,6 +1028,10 @@ class GuardAnalysis(GuardTests):
         if required is not None:
             why = f"held in `{required}`, tested only as a requirement of CUDA or in a dispatch over devices: `{{code}}`"
             return Silence("checks", why, test, quoted=test)
+        named = self._named_for_cuda(test)
+        if named is not None:
+            why = f"held in `{named}`, a name that says it asks about CUDA: `{{code}}`"
+            return Silence("checks", why, test, quoted=test)
         paths = role.tensor_paths
         if paths and not any(self._under(pick, paths) for pick in device_picks):
             why = "a choice of kernel by the tensor's device, with another path: `{code}`"
@@ -962,6 +1043,60 @@ def _parameters(parameters: cst.Parameters) -> list[cst.Param]:
     found = [*parameters.posonly_params, *parameters.params, *parameters.kwonly_params]
     found += [p for p in (parameters.star_arg, parameters.star_kwarg) if isinstance(p, cst.Param)]
     return found
+
+
+def _names_in(node: cst.CSTNode) -> Iterator[cst.Name]:
+    """The names an expression reads (``device`` of ``device.type``; not ``type``)."""
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, cst.Name):
+            yield current
+        elif isinstance(current, cst.Attribute):
+            pending.append(current.value)
+        else:
+            pending.extend(children(current))
+
+
+def _is_test_case(node: cst.ClassDef) -> bool:
+    """A class named as a test case (``TestTrace``, ``FSDPTraceTest``), or derived from one."""
+    names = [
+        node.name.value,
+        *((dotted_name(b.value) or "").rsplit(".", 1)[-1] for b in node.bases),
+    ]
+    return any(
+        name.startswith("Test") or name.endswith(("Test", "Tests", "TestCase", "TestBase"))
+        for name in names
+    )
+
+
+def _world_size_values(statement: cst.CSTNode) -> list[cst.BaseExpression]:
+    """What a statement of a class body gives as the class's ``world_size``: the value of
+    ``world_size = ...``, or what a ``world_size`` property returns."""
+    if isinstance(statement, cst.SimpleStatementLine):
+        return [
+            small.value
+            for small in statement.body
+            if isinstance(small, (cst.Assign, cst.AnnAssign))
+            and small.value is not None
+            and any(
+                dotted_name(target) == "world_size"
+                for target in (
+                    [t.target for t in small.targets]
+                    if isinstance(small, cst.Assign)
+                    else [small.target]
+                )
+            )
+        ]
+    if isinstance(statement, cst.FunctionDef) and statement.name.value == "world_size":
+        return [
+            small.value
+            for line in statement.body.body
+            if isinstance(line, cst.SimpleStatementLine)
+            for small in line.body
+            if isinstance(small, cst.Return) and small.value is not None
+        ]
+    return []
 
 
 def _tests_main(test: cst.BaseExpression) -> bool:

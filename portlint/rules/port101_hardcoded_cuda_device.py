@@ -34,6 +34,8 @@ MOCK_MAKERS = frozenset({
     "assert_awaited_with", "assert_awaited_once_with",
 })  # fmt: skip
 MOCK_ANSWERS = frozenset({"return_value", "side_effect"})
+# torch's mode whose tensors are fake (`torch._subclasses.fake_tensor.FakeTensorMode`).
+FAKE_MODE = "FakeTensorMode"
 
 
 class HardcodedCudaDevice(Rule):
@@ -47,7 +49,9 @@ class HardcodedCudaDevice(Rule):
     `if not current_platform.is_cuda(): return`, ...) and in `cuda-only-paths`, and where the
     device is data for a test double: given to `Mock(...)`/`patch(...)` or as a mock's
     `return_value`/`side_effect`, or the expected arguments of `assert_called_with(...)`, or
-    held in a local that the function uses only so and in assertions.
+    held in a local that the function uses only so and in assertions; where tensors are made
+    under `with FakeTensorMode(...):` (fake tensors: the device is metadata, no CUDA is needed);
+    and for a parameter's default, where the function never reads the parameter.
 
     ## Why is this bad?
     The code then runs only where the accelerator is an NVIDIA (or ROCm) GPU. On Intel XPU,
@@ -114,6 +118,8 @@ class HardcodedCudaDevice(Rule):
         "import torch\nx = torch.device('cudagraph')\n",
         "x = f(device='cuda_graph')\n",
         "def load(path, device='cpu', backend='cuda'):\n    pass\n",
+        # A default the function never reads is inert (an interface's, an unused parameter's).
+        "def load(path, device='cuda'):\n    pass\n",
         "import torch\nwith torch.autocast(device.type):\n    pass\n",
         # Data for test doubles: nothing is allocated on it.
         "import torch\nfrom unittest import mock\n"
@@ -263,8 +269,8 @@ class HardcodedCudaDevice(Rule):
         Invalid("import torch\nwith torch.autocast('cuda'):\n    pass\n", 2, 21),
         Invalid("import torch\nwith torch.amp.autocast(device_type='cuda'):\n    pass\n", 2, 37),
         Invalid("import torch\ng = torch.Generator('cuda')\n", 2, 21),
-        Invalid("def load(path, device='cuda'):\n    pass\n", 1, 23),
-        Invalid("def load(path, map_device: str = 'cuda:0'):\n    pass\n", 1, 34),
+        Invalid("def load(path, device='cuda'):\n    return open(path, device)\n", 1, 23),
+        Invalid("def load(path, map_device: str = 'cuda:0'):\n    return map_device\n", 1, 34),
     ]
 
     def _indexed(self, literal: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -384,6 +390,31 @@ class HardcodedCudaDevice(Rule):
             return None
         return _test_double(f"{given.keyword.value}={target.value}", given)
 
+    def _fake_tensors(self, node: cst.CSTNode) -> Quiet:
+        """Where ``node`` runs under ``with FakeTensorMode(...):`` (or a name the function binds
+        to one): the tensors made there are fake, a device only their metadata (no CUDA is
+        needed to make them)."""
+        current = self.get_metadata(ParentProvider, node, None)
+        while current is not None:
+            if isinstance(current, cst.With):
+                for item in current.items:
+                    if self._makes_fake_tensors(item.item, current):
+                        why = "tensors made under a `FakeTensorMode` are fake: the device is data"
+                        return why, item
+            current = self.get_metadata(ParentProvider, current, None)
+        return None
+
+    def _makes_fake_tensors(self, entered: cst.BaseExpression, at: cst.With) -> bool:
+        """Whether ``entered`` (what ``at`` enters) is ``FakeTensorMode(...)`` or a name the
+        enclosing function binds to it."""
+        value: cst.BaseExpression | None = entered
+        if isinstance(entered, cst.Name):
+            function = self._enclosing_function(at)
+            value = _bound_in(function.body, entered.value) if function is not None else None
+        return isinstance(value, cst.Call) and (
+            (dotted_name(value.func) or "").rpartition(".")[2] == FAKE_MODE
+        )
+
     def _enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         current: cst.CSTNode | None = node
         while current is not None and not isinstance(current, cst.FunctionDef):
@@ -410,7 +441,7 @@ class HardcodedCudaDevice(Rule):
         # of them, are not looked at further, and test doubles only where one is.)
         if not any(is_cuda_device_literal(arg.value) for arg in node.args):
             return
-        quiet = self._mock_data(node)
+        quiet = self._mock_data(node) or self._fake_tensors(node)
         if resolves_to(self, node.func, TORCH_DEVICE):
             device_type_arg = argument(node, "type", 0)
             if device_type_arg and is_cuda_device_literal(device_type_arg.value):
@@ -442,12 +473,46 @@ class HardcodedCudaDevice(Rule):
             and "device" in words(node.name.value)
             and is_cuda_device_literal(default)
         ):
+            parameters = self.get_metadata(ParentProvider, node, None)
+            owner = self.get_metadata(ParentProvider, parameters, None) if parameters else None
+            body = owner.body if isinstance(owner, (cst.FunctionDef, cst.Lambda)) else None
+            unread = body is not None and not _reads(body, node.name.value)
             self.report(
                 default,
                 f"parameter `{node.name.value}` defaults to CUDA: every caller that leaves it out "
                 "runs on CUDA; default to None and take the device in use",
                 confidence="likely",
+                quiet=(f"the function never reads `{node.name.value}`", node) if unread else None,
             )
+
+
+def _reads(block: cst.CSTNode, name: str) -> bool:
+    """Whether code in ``block`` (functions in it too) may read ``name``: a use of it, or a call
+    of ``locals()`` or ``vars()``, which read every name."""
+    pending: list[cst.CSTNode] = [block]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, cst.Name) and current.value in (name, "locals", "vars"):
+            return True
+        if isinstance(current, cst.Attribute):
+            pending.append(current.value)  # (`x.device` reads `x`, not `device`)
+        else:
+            pending.extend(current.children)
+    return False
+
+
+def _bound_in(block: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    """The value ``name`` is first bound to in ``block`` (not in functions or classes in it)."""
+    pending: list[cst.CSTNode] = [block]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, cst.Assign) and any(
+            isinstance(t.target, cst.Name) and t.target.value == name for t in current.targets
+        ):
+            return current.value
+        if not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            pending.extend(reversed(current.children))
+    return None
 
 
 def _test_double(what: str, node: cst.CSTNode) -> Quiet:
