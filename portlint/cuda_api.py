@@ -149,6 +149,10 @@ APIS: tuple[CudaApi, ...] = (
             note="it takes the device type first",
             keywords=("init_scale", "growth_factor", "backoff_factor", "growth_interval",
                       "enabled"), device_first=True),
+    CudaApi("torch.cuda.amp.custom_fwd", AUTOCAST, "torch.amp.custom_fwd", (2, 4),
+            note="it takes the device type by keyword: `@torch.amp.custom_fwd(device_type=...)`"),
+    CudaApi("torch.cuda.amp.custom_bwd", AUTOCAST, "torch.amp.custom_bwd", (2, 4),
+            note="it takes the device type by keyword: `@torch.amp.custom_bwd(device_type=...)`"),
     # Distributed backend: `backend="nccl"`, handled by name in the reference analysis.
     CudaApi("backend=nccl", DISTRIBUTED, "torch.distributed.get_default_backend_for_device",
             (2, 6), UNSAFE, note="it picks NCCL on CUDA, XCCL on XPU, HCCL on NPU, Gloo on CPU"),

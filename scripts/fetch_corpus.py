@@ -24,7 +24,8 @@ AUDIT_SET = (
 # Releases read by held-out audits whose real findings tests/data/known_real.txt holds too.
 HELD_OUT = (
     "diffusers==0.42.1", "lightning==2.6.6", "peft==0.21.2", "trl==1.16.0", "mmengine==0.10.7",
-    "verl==0.9.1", "bitsandbytes==0.50.2", "torchtitan==0.3.0",
+    "verl==0.9.1", "bitsandbytes==0.50.2", "torchtitan==0.3.0", "xformers==0.0.35",
+    "fairscale==0.4.13", "torchrec==1.4.0",
 )  # fmt: skip
 PLATFORMS = ["manylinux2014_x86_64", *(f"manylinux_2_{n}_x86_64" for n in range(17, 41))]
 

@@ -21,7 +21,8 @@ and why (:class:`Silence`):
   test case whose ``world_size`` is the number of CUDA devices);
 - ``dispatch``: the ``else`` of an ``if``/``elif`` chain over other devices with no CUDA arm
   (``if is_xpu(): ... elif is_npu(): ... else: <CUDA>``), the ``"cuda"`` entry of a table keyed
-  by device type;
+  by device type, a kernel registered with torch for CUDA only, a class that declares CUDA as the
+  only device it supports;
 - ``fallbacks``: the arm of a torch-version (or ``hasattr(torch, ...)``) test that keeps a CUDA
   call for an older torch, and the right of ``<portable accelerator query> or <CUDA>``.
 
@@ -66,6 +67,9 @@ SKIP_UNLESS = {"skipUnless", "skip_unless", "skipunless"}
 TEST_SHAPES = (
     cst.Call, cst.Name, cst.Attribute, cst.Comparison, cst.BooleanOperation, cst.UnaryOperation,
 )  # fmt: skip
+# torch's registrations of a kernel for some devices only (`torch.library.custom_op(...,
+# device_types=...)`, `torch.library.impl(lib, name, dispatch_key)`, `register_kernel(op, device)`).
+KERNEL_REGISTRATIONS = frozenset({"custom_op", "impl", "register_kernel"})
 # Device types that can share a table keyed by device type with "cuda".
 DEVICE_KEYS = OTHER_DEVICES | {"cpu", "meta", "default"}
 
@@ -578,6 +582,7 @@ class GuardAnalysis(GuardTests):
                         self._mark(node.body, Silence("names", why, node))
         self._test_decorators(node)
         self._cuda_ranks(node)
+        self._declared_devices(node)
         self.guard_names.append({})
         self._bind_guard_names(node.body.body)
 
@@ -600,6 +605,7 @@ class GuardAnalysis(GuardTests):
             why = f"`{name}` is a decorator that requires CUDA"
             self._mark(node.body, Silence("tests", why, node))
         self._test_decorators(node)
+        self._cuda_kernel(node)
         if self.library_names and self._infers("imports"):
             self._calls_library_first(node)
         self.guard_names.append({})
@@ -625,6 +631,55 @@ class GuardAnalysis(GuardTests):
             if why:
                 silence = Silence("tests", f"{why}: `{{code}}`", decorator, quoted=decorator)
                 self._mark(node.body, silence)
+
+    def _cuda_kernel(self, node: cst.FunctionDef) -> None:
+        """A function registered with torch as a kernel for CUDA only
+        (``@torch.library.custom_op(..., device_types="cuda")``, ``@torch.library.impl(lib,
+        "op", "CUDA")``, ``@register_kernel("lib::op", "cuda")``): torch calls it only for CUDA
+        tensors."""
+        if not self._infers("dispatch"):
+            return
+        for decorator in node.decorators:
+            call = decorator.decorator
+            if not isinstance(call, cst.Call):
+                continue
+            if (dotted_name(call.func) or "").rpartition(".")[2] not in KERNEL_REGISTRATIONS:
+                continue
+            for arg in call.args:
+                values = string_values(arg.value)
+                if values and all(v.lower() in CUDA_DEVICE_TYPES for v in values):
+                    why = "a kernel registered for CUDA only: `{code}`"
+                    silence = Silence("dispatch", why, decorator, quoted=arg)
+                    self._mark(node.body, silence)
+                    self._mark(node.params, silence)
+                    return
+
+    def _declared_devices(self, node: cst.ClassDef) -> None:
+        """A class that declares the devices it supports, CUDA's only (``SUPPORTED_DEVICES =
+        {"cuda"}``), for a dispatcher that reads the declaration: its code runs only there."""
+        if not self._infers("dispatch"):
+            return
+        for statement in node.body.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    target, value = small.targets[0].target, small.value
+                elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                    target, value = small.target, small.value
+                else:
+                    continue
+                name = dotted_name(target) or ""
+                said = set(words(name))
+                if not ({"device", "devices"} & said and {"supported", "supports"} & said):
+                    continue  # (`devices = ["cuda"]` may be a default, not a declaration)
+                if not isinstance(value, (cst.Set, cst.List, cst.Tuple)):
+                    continue
+                values = string_values(value)
+                if values and all(v.lower() in CUDA_DEVICE_TYPES for v in values):
+                    why = f"the class declares CUDA as the only device it supports: `{name} = {{code}}`"
+                    self._mark(node.body, Silence("dispatch", why, statement, quoted=value))
+                    return
 
     def _cuda_ranks(self, node: cst.ClassDef) -> None:
         """A multi-process test case whose ``world_size`` is the number of CUDA devices
