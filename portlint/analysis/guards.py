@@ -203,12 +203,17 @@ class GuardAnalysis(GuardTests):
                 pending.extend(children(node))
         return found
 
-    def _rest_of_block(self, statement: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+    def _in_block(self, statement: cst.CSTNode) -> tuple[Sequence[cst.CSTNode], int] | None:
+        """The statements of the block ``statement`` is in, and its place there."""
         block = self.get_metadata(ParentProvider, statement, None)
         body = getattr(block, "body", None)
         if not isinstance(body, (list, tuple)) or statement not in body:
-            return ()
-        return tuple(body[body.index(statement) + 1 :])
+            return None
+        return body, body.index(statement)
+
+    def _rest_of_block(self, statement: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+        found = self._in_block(statement)
+        return tuple(found[0][found[1] + 1 :]) if found else ()
 
     def _mark_rest_of_block(self, statement: cst.CSTNode, silence: Silence) -> None:
         for later in self._rest_of_block(statement):
@@ -221,24 +226,13 @@ class GuardAnalysis(GuardTests):
         raise``, ``assert x.is_cuda``) where it binds what the test reads (``device =
         torch.device("cuda", index)``): the value is made to be checked, and off CUDA the run
         stops at the check, loudly."""
-        block = self.get_metadata(ParentProvider, statement, None)
-        body = getattr(block, "body", None)
-        if not isinstance(body, (list, tuple)) or statement not in body:
-            return
-        index = body.index(statement)
-        before = body[index - 1] if index else None
+        found = self._in_block(statement)
+        before = found[0][found[1] - 1] if found and found[1] else None
         if not isinstance(before, cst.SimpleStatementLine) or len(before.body) != 1:
             return
-        bind = before.body[0]
-        targets = (
-            [t.target for t in bind.targets]
-            if isinstance(bind, cst.Assign)
-            else [bind.target]
-            if isinstance(bind, cst.AnnAssign)
-            else []
-        )
+        bound = _binding(before.body[0])
         read = {n.value for n in _names_in(test)}
-        if any(isinstance(t, cst.Name) and t.value in read for t in targets):
+        if bound and any(isinstance(t, cst.Name) and t.value in read for t in bound[0]):
             why = f"made to be checked: {silence.text}, which stops unless on CUDA"
             self._mark(before, Silence("guard", why, silence.node, test, silence.quoted))
 
@@ -273,12 +267,10 @@ class GuardAnalysis(GuardTests):
                     self._bind_guard_name(small)
 
     def _bind_guard_name(self, small: cst.BaseSmallStatement) -> None:
-        if isinstance(small, cst.Assign):
-            targets, value = [t.target for t in small.targets], small.value
-        elif isinstance(small, cst.AnnAssign) and small.value is not None:
-            targets, value = [small.target], small.value
-        else:
+        bound = _binding(small)
+        if bound is None:
             return
+        targets, value = bound
         polarity = self.polarity(value)
         # (Only a value shaped as a test can be one; looking into others costs.)
         version = isinstance(value, TEST_SHAPES) and self._asks_torch_version(value)
@@ -663,12 +655,10 @@ class GuardAnalysis(GuardTests):
             if not isinstance(statement, cst.SimpleStatementLine):
                 continue
             for small in statement.body:
-                if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                    target, value = small.targets[0].target, small.value
-                elif isinstance(small, cst.AnnAssign) and small.value is not None:
-                    target, value = small.target, small.value
-                else:
+                bound = _binding(small)
+                if bound is None or len(bound[0]) != 1:
                     continue
+                (target,), value = bound
                 name = dotted_name(target) or ""
                 said = set(words(name))
                 if not ({"device", "devices"} & said and {"supported", "supports"} & said):
@@ -1125,23 +1115,24 @@ def _is_test_case(node: cst.ClassDef) -> bool:
     )
 
 
+def _binding(small: cst.CSTNode) -> tuple[list[cst.BaseExpression], cst.BaseExpression] | None:
+    """What an assignment (``a = b = value``, ``a: T = value``) binds, and to what."""
+    if isinstance(small, cst.Assign):
+        return [t.target for t in small.targets], small.value
+    if isinstance(small, cst.AnnAssign) and small.value is not None:
+        return [small.target], small.value
+    return None
+
+
 def _world_size_values(statement: cst.CSTNode) -> list[cst.BaseExpression]:
     """What a statement of a class body gives as the class's ``world_size``: the value of
     ``world_size = ...``, or what a ``world_size`` property returns."""
     if isinstance(statement, cst.SimpleStatementLine):
+        bindings = [b for b in map(_binding, statement.body) if b is not None]
         return [
-            small.value
-            for small in statement.body
-            if isinstance(small, (cst.Assign, cst.AnnAssign))
-            and small.value is not None
-            and any(
-                dotted_name(target) == "world_size"
-                for target in (
-                    [t.target for t in small.targets]
-                    if isinstance(small, cst.Assign)
-                    else [small.target]
-                )
-            )
+            value
+            for targets, value in bindings
+            if any(dotted_name(target) == "world_size" for target in targets)
         ]
     if isinstance(statement, cst.FunctionDef) and statement.name.value == "world_size":
         return [
