@@ -681,3 +681,118 @@ def test_a_worker_spawned_only_by_a_test_skipped_below_two_gpus_runs_only_on_cud
         ["pkg/test_spawn.py:50:8:", "PORT401"],
         ["pkg/test_spawn.py:51:9:", "PORT401"],
     ]
+
+
+CHECKS_MODULE = (
+    "import torch\n\n"
+    "_SUPPORTS_FLEX = torch.cuda.is_available() and torch.cuda.get_device_capability() >= (7, 5)\n"
+    "\n\ndef has_fast_gpu():\n"
+    "    return torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)\n"
+    "\n\ndef require_cuda(t):\n    if not t.is_cuda:\n        raise ValueError('needs CUDA')\n"
+)
+USES_OF_CHECKS = """\
+import unittest
+
+import torch
+
+from pkg.checks import _SUPPORTS_FLEX, has_fast_gpu, require_cuda
+from pkg import checks
+
+
+def mask(x):
+    if _SUPPORTS_FLEX:
+        return x.to("cuda")
+    return x
+
+
+def fast(x):
+    if has_fast_gpu() and x.numel() > 4:
+        torch.cuda.synchronize()
+    if not checks._SUPPORTS_FLEX:
+        return x
+    return x.cuda()
+
+
+def needs(t):
+    require_cuda(t)
+    torch.cuda.synchronize()
+
+
+@unittest.skipUnless(_SUPPORTS_FLEX, "needs flex attention")
+def test_flex():
+    torch.cuda.synchronize()
+"""
+
+
+def test_a_name_another_module_defines_as_a_check_of_cuda_is_a_guard_where_it_is_tested(
+    tmp_path,
+):
+    """A flag assigned a check of CUDA at the top of one module (``_SUPPORTS_FLEX =
+    torch.cuda.is_available() and ...``), a function that answers "is this CUDA?" and one that
+    raises unless on CUDA, used in another: the code each confines is not reported there."""
+    _project(tmp_path, {"pkg/checks.py": CHECKS_MODULE, "pkg/models.py": USES_OF_CHECKS})
+    assert _findings(tmp_path, "--no-cache") == []
+    quiet = {
+        (i["location"]["row"], i["silenced"]["kind"], i["silenced"]["why"], i["silenced"]["line"])
+        for i in _silenced(tmp_path)
+        if i["filename"].endswith("models.py")
+    }
+    flex = "it runs only where `{}` holds, which holds only on CUDA (pkg/checks.py:{})"
+    assert quiet == {
+        (11, "guard", flex.format("_SUPPORTS_FLEX", 3), 10),
+        (17, "guard", flex.format("has_fast_gpu", 6), 16),
+        (20, "guard", flex.format("checks._SUPPORTS_FLEX", 3), 18),
+        (
+            25, "guard",
+            "it follows a call of `require_cuda`, which raises unless on CUDA (pkg/checks.py:10)",
+            24,
+        ),
+        (30, "guard", flex.format("_SUPPORTS_FLEX", 3), 28),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("checks", "uses", "kept"),
+    [
+        # a flag that also holds elsewhere: assigned something else too
+        (CHECKS_MODULE + "\nif torch.backends.mps.is_available():\n    _SUPPORTS_FLEX = True\n",
+         USES_OF_CHECKS, ["11:21", "20:14", "30:5"]),
+        # a flag made `global` and rebound by a function
+        (CHECKS_MODULE + "\n\ndef enable():\n    global _SUPPORTS_FLEX\n    _SUPPORTS_FLEX = True\n",
+         USES_OF_CHECKS, ["11:21", "20:14", "30:5"]),
+        # the other path picks the CPU: the test chooses the device (a finding, as in a module)
+        (CHECKS_MODULE,
+         USES_OF_CHECKS.replace("    return x\n\n\ndef fast", "    else:\n        return x.to('cpu')\n\n\ndef fast"),
+         ["11:21"]),
+        # a call before the requirement is not after it
+        (CHECKS_MODULE,
+         USES_OF_CHECKS.replace("    require_cuda(t)\n    torch.cuda.synchronize()\n",
+                                "    torch.cuda.synchronize()\n    require_cuda(t)\n"),
+         ["24:5"]),
+        # a function that answers nothing about CUDA
+        (CHECKS_MODULE.replace("return torch.cuda.is_available() and", "return 2 > 1 and"),
+         USES_OF_CHECKS, ["17:9"]),
+    ],
+)  # fmt: skip
+def test_a_name_that_may_hold_off_cuda_guards_nothing(tmp_path, checks, uses, kept):
+    _project(tmp_path, {"pkg/checks.py": checks, "pkg/models.py": uses})
+    found = [line.split(" ")[0] for line in _findings(tmp_path, "--no-cache")]
+    assert [f.removeprefix("pkg/models.py:").rstrip(":") for f in found if "models" in f] == kept
+
+
+def test_a_check_of_cuda_is_followed_through_a_package_reexport(tmp_path):
+    uses = "from pkg import HAS_FLEX\n\n\ndef mask(x):\n    if HAS_FLEX:\n        return x.to('cuda')\n"
+    _project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from pkg.checks import _SUPPORTS_FLEX as HAS_FLEX\n",
+            "pkg/checks.py": CHECKS_MODULE,
+            "pkg/models.py": uses,
+        },
+    )
+    assert _findings(tmp_path, "--no-cache") == []
+    _project(tmp_path, {"pkg/__init__.py": "HAS_FLEX = True\n", "pkg/checks.py": CHECKS_MODULE,
+                        "pkg/models.py": uses})  # fmt: skip
+    assert [line.split(" ")[:2] for line in _findings(tmp_path, "--no-cache")] == [
+        ["pkg/models.py:6:21:", "PORT101"]
+    ]

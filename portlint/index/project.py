@@ -2,7 +2,7 @@
 that it silences.
 
 Each module's facts are read once (:func:`portlint.index.reading.read_module`, kept by
-:mod:`portlint.index.store`); this module joins them. Four inferences cross modules, each with a
+:mod:`portlint.index.store`); this module joins them. Five inferences cross modules, each with a
 kind that ``platform-inferences`` can switch off and that ``--show-silenced`` names:
 
 - ``callers``: a function or class every use of which in the project runs only on CUDA (under a
@@ -18,6 +18,10 @@ kind that ``platform-inferences`` can switch off and that ``--show-silenced`` na
   GPUs (it imports one so, at any number of hops, or its package's ``__init__`` does) cannot be
   imported without it either; and the code that follows such an import in its block (in a
   function, a branch, a ``try``) runs only where the library is.
+- ``guard``, across modules: a name another module defines as a check of CUDA (a top-level flag
+  assigned only CUDA tests or falsy constants, a function that answers "is this CUDA?") guards
+  the code that runs only where it holds; a call of another module's function that raises
+  unless on CUDA guards the rest of its block. Not switchable, as the guards in a module are not.
 
 The joins are least fixed points: a use counts as confined only once something proves it, so a
 cycle (two functions that only call each other) proves nothing and the findings stay.
@@ -467,6 +471,9 @@ class Project:
         after_import = self._imported_first(path, violation)
         if after_import is not None:
             return after_import
+        tested = self._tested_first(path, violation)
+        if tested is not None:
+            return tested
         data = self.facts[path]
         unit = self._unit_of(violation)
         if unit is not None:
@@ -498,6 +505,52 @@ class Project:
                 needs = self.unimportable[failing]
                 why = f"it follows an import of `{failing}`, which {needs.clause()}"
                 return Silenced(violation, "imports", why, line)
+        return None
+
+    def _tested_first(self, path: str, violation: Violation) -> Silenced | None:
+        """Where ``violation`` runs only once a name of another module holds that holds only on
+        CUDA (``if _SUPPORTS_FLEX:``, ``@skipUnless(HAS_FAST_GPU, ...)``, after ``assert
+        has_fast_gpu()``), or after a call of its function that raises unless on CUDA."""
+        for name, first, last, line, how in self.facts[path].get("tested", ()):
+            if not first <= violation.line <= last:
+                continue
+            found = self._cuda_name(path, name)
+            if found is None or (found[2] == "requires") != (how == "call"):
+                continue
+            where = f"{self.shown(found[0])}:{found[1]}"
+            if how == "call":
+                why = f"it follows a call of `{name}`, which raises unless on CUDA ({where})"
+            else:
+                why = f"it runs only where `{name}` holds, which holds only on CUDA ({where})"
+            return Silenced(violation, "guard", why, line)
+        return None
+
+    def _cuda_name(self, path: str, name: str) -> tuple[str, int, str] | None:
+        """Where the project's module defines what ``name`` (a dotted use in ``path``) is, as a
+        name of :func:`~portlint.index.reading.read_module`'s ``cuda_names``: the module's path,
+        the line, and ``"holds"`` or ``"requires"``."""
+        parts = name.split(".")
+        binding = self._bindings(self.module_of[path]).get(parts[0])
+        if binding is None or binding[0] == "":
+            return None
+        module = self._absolute(path, binding[0])
+        rest = ([binding[1]] if binding[1] else []) + parts[1:]
+        while len(rest) > 1 and f"{module}.{rest[0]}" in self.path_of:
+            module = f"{module}.{rest.pop(0)}"
+        if len(rest) != 1:
+            return None
+        attribute = rest[0]
+        for _ in range(MAX_REEXPORTS):
+            if f"{module}.{attribute}" in self.path_of or module not in self.path_of:
+                return None
+            module_path = self.path_of[module]
+            found = self.facts[module_path].get("cuda_names", {}).get(attribute)
+            if found is not None:
+                return module_path, found[1], found[0]
+            reexport = self._bindings(module).get(attribute)
+            if reexport is None or reexport[0] == "" or not reexport[1]:
+                return None
+            module, attribute = self._absolute(module_path, reexport[0]), reexport[1]
         return None
 
     def _named(self, sites: list[Site]) -> str:

@@ -351,6 +351,48 @@ def _marked_for_cuda(decorators: list[ast.expr], predicates: frozenset[str]) -> 
     return False
 
 
+def _held(test: ast.expr, negated: bool = False) -> list[str]:
+    """The names ``test`` requires to hold (to fail, where ``negated``): ``F``, ``m.F``, ``f(x)``,
+    each term of an ``and`` (of an ``or``, negated); ``not F`` the other way round."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _held(test.operand, not negated)
+    if isinstance(test, ast.BoolOp):
+        joined = ast.Or if negated else ast.And
+        if not isinstance(test.op, joined):
+            return []
+        return [name for value in test.values for name in _held(value, negated)]
+    if negated:
+        return []
+    name = dotted(test.func if isinstance(test, ast.Call) else test)
+    return [name] if name is not None else []
+
+
+def _names_cpu(statements: list[ast.stmt]) -> bool:
+    """Whether ``statements`` name the CPU as a device (``"cpu"``, ``"cpu:0"``)."""
+    return any(
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and (node.value == "cpu" or node.value.startswith("cpu:"))
+        for statement in statements
+        for node in ast.walk(statement)
+    )
+
+
+def _skipped_unless(decorators: list[ast.expr]) -> list[str]:
+    """The names a skip marker needs to hold for the test to run (``@skipUnless(F, ...)``,
+    ``@pytest.mark.skipif(not F, ...)``)."""
+    names = []
+    for decorator in decorators:
+        if not (isinstance(decorator, ast.Call) and decorator.args):
+            continue
+        last = (dotted(decorator.func) or "").rsplit(".", 1)[-1]
+        if last in SKIPS_UNLESS:
+            names += _held(decorator.args[0])
+        elif last in SKIPS_IF:
+            names += _held(decorator.args[0], negated=True)
+    return names
+
+
 class _Reader(ast.NodeVisitor):
     """One walk of a module, carrying whether the code reached runs only on CUDA, and in which
     function or class (a qualified name: ``f``, ``C``, ``C.m``) it is.
@@ -405,6 +447,15 @@ class _Reader(ast.NodeVisitor):
         self.rebinds: list[list[Any]] = []
         self.cuda_refs: list[list[Any]] = []
         self.returns_stream = False  # whether something returns `current_stream()`
+        # Where code runs only once a name holds or has been called: [name, first line, last
+        # line, the line of the test or call, "if" (it holds) or "call" (it was called)]. Which
+        # of these names another module's check of CUDA is for the project to say.
+        self.tested: list[list[Any]] = []
+        # The module's top-level names by what is assigned to them, with the lines: checks of
+        # CUDA (True), falsy constants (None), anything else (False); and the names made
+        # `global` somewhere.
+        self.assigned: dict[str, list[tuple[bool | None, int]]] = {}
+        self.globals: set[str] = set()
 
     # --- blocks, with what makes their code run only on CUDA ------------------------------------
     def _block(self, body: list[ast.stmt], guard: Guard) -> None:
@@ -414,12 +465,47 @@ class _Reader(ast.NodeVisitor):
             self.block_end = body[-1].end_lineno or body[-1].lineno
         for statement in body:
             self.visit(statement)
+            self._test_after(statement)
             self.guarded = (
                 self.guarded
                 or _exits_unless_cuda(statement, self.predicates)
                 or _requires(statement, self.requirements)
             )
         self.guarded, self.block_end = saved, saved_end
+
+    def _test_after(self, statement: ast.stmt) -> None:
+        """The rest of the block runs only once a name holds (after ``if not F: raise``, ``assert
+        F``) or once a function has returned (after ``f(x)`` as a statement)."""
+        kind = statement.__class__
+        if kind is ast.Expr:
+            call = statement.value  # type: ignore[attr-defined]
+            name = dotted(call.func) if call.__class__ is ast.Call else None
+            names, how = ([name] if name is not None else []), "call"
+        elif kind is ast.Assert:
+            names, how = _held(statement.test), "if"  # type: ignore[attr-defined]
+        elif kind is ast.If and not statement.orelse and _leaves(statement.body):  # type: ignore[attr-defined]
+            names, how = _held(statement.test, negated=True), "if"  # type: ignore[attr-defined]
+        else:
+            return
+        first, last = (statement.end_lineno or statement.lineno) + 1, self.block_end
+        if first <= last:
+            for name in self._imported_names(names):
+                self.tested.append([name, first, last, statement.lineno, how])
+
+    def _imported_names(self, names: list[str]) -> list[str]:
+        """Those of ``names`` whose first part an import bound (so far: imports come first)."""
+        bindings = self.bindings
+        return [n for n in names if bindings.get(n.partition(".")[0], ("",))[0] != ""]
+
+    def _test_region(self, test: ast.expr, body: list[ast.stmt], other: list[ast.stmt]) -> None:
+        """``body`` runs only where the names ``test`` requires hold (not where ``other``, the
+        path taken when they do not, picks the CPU: then the test chooses the device)."""
+        names = self._imported_names(_held(test)) if body else []
+        if not names or _names_cpu(other):
+            return
+        first, last = body[0].lineno, body[-1].end_lineno or body[-1].lineno
+        for name in names:
+            self.tested.append([name, first, last, test.lineno, "if"])
 
     def visit_Module(self, node: ast.Module) -> None:
         self._block(node.body, False)
@@ -434,6 +520,9 @@ class _Reader(ast.NodeVisitor):
 
     def _if(self, node: ast.If) -> None:
         said = says_cuda(node.test, self.predicates)
+        self._test_region(node.test, node.body, node.orelse)
+        if isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not):
+            self._test_region(node.test.operand, node.orelse, node.body)
         self._block(node.body, said is True and _span(node.test))
         chain_other = asks_other_device(node.test)
         orelse = node.orelse
@@ -441,6 +530,7 @@ class _Reader(ast.NodeVisitor):
         while len(orelse) == 1 and isinstance(orelse[0], ast.If):
             branch = orelse[0]
             self.visit(branch.test)
+            self._test_region(branch.test, branch.body, branch.orelse)
             chain_other = chain_other and asks_other_device(branch.test)
             said_here = says_cuda(branch.test, self.predicates)
             self._block(branch.body, said_here is True and _span(branch.test))
@@ -526,6 +616,9 @@ class _Reader(ast.NodeVisitor):
             self.unit = f"{self.unit}.{node.name}" if self.unit else node.name
             self.units.append([self.unit, node.lineno, node.end_lineno or node.lineno])
         self.depth += 1
+        for name in _skipped_unless(node.decorator_list):
+            first = min(d.lineno for d in node.decorator_list)
+            self.tested.append([name, first, node.end_lineno or node.lineno, first, "if"])
         cuda_only = names_cuda(node.name) or _marked_for_cuda(node.decorator_list, self.predicates)
         self._block(node.body, cuda_only)
         self.unit, self.depth, self.conditional, self.attempted = saved
@@ -535,6 +628,7 @@ class _Reader(ast.NodeVisitor):
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self.visit(node.target)  # (not its annotation: naming a type is no use)
         if node.value is not None:
+            self._top_level(node.target, node.value)
             self.visit(node.value)
 
     # --- what the project index records ---------------------------------------------------------
@@ -587,7 +681,28 @@ class _Reader(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             self._rebound(target, node)
+            self._top_level(target, node.value)
         self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._top_level(node.target, None)
+        self.generic_visit(node)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.globals.update(node.names)
+
+    def _top_level(self, target: ast.AST, value: ast.expr | None) -> None:
+        """What a top-level name is assigned (``value`` None: changed in place); a
+        ``pytestmark`` that skips the module unless a name holds makes the module's code need it."""
+        if self.depth or not isinstance(target, ast.Name):
+            return
+        if target.id == "pytestmark" and value is not None:
+            for name in _skipped_unless([value]):
+                self.tested.append([name, 1, 1 << 30, target.lineno, "if"])
+        said = value is not None and says_cuda(value, self.predicates) is True
+        falsy = value is not None and _is_falsy_constant(value)
+        kind = True if said else None if falsy else False
+        self.assigned.setdefault(target.id, []).append((kind, target.lineno))
 
     def _rebound(self, target: ast.AST, node: ast.Assign) -> None:
         """``torch.cuda.Event = torch.xpu.Event`` (or all of ``torch.cuda``): the project puts its
@@ -666,7 +781,8 @@ def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
     """The index's facts of one module (see the module docstring), as JSON-ready lists. Only the
     uses that can name the project's code are kept: names the module defines, or imports
     relatively or from one of ``packages`` (the top-level packages of the project)."""
-    reader = _Reader(cuda_questions(tree))
+    questions = cuda_questions(tree)
+    reader = _Reader(questions)
     reader.visit(tree)
     ours = {
         local
@@ -687,4 +803,31 @@ def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
         "cuda_refs": reader.cuda_refs,
         "kernels": kernels_in(tree),
         "stream_helpers": stream_helpers(tree) if reader.returns_stream else [],
+        "tested": [
+            row
+            for row in reader.tested
+            if reader.bindings.get(row[0].split(".")[0], ("",))[0] != ""
+            and row[0].split(".")[0] in ours
+        ],
+        "cuda_names": _cuda_names(reader, questions),
     }
+
+
+def _cuda_names(reader: _Reader, questions: CudaQuestions) -> dict[str, list[Any]]:
+    """What the module's top-level names tell another module that tests or calls them, by name:
+    ``["holds", line]`` for a name that holds only on CUDA (a flag assigned only checks of CUDA,
+    or falsy constants: ``_SUPPORTS_FLEX = torch.cuda.is_available() and ...``; a function that
+    answers "is this CUDA?"), ``["requires", line]`` for a function that raises unless on CUDA."""
+    found: dict[str, list[Any]] = {}
+    for name, values in reader.assigned.items():
+        kinds = [kind for kind, _ in values]
+        # (Not a name the module also imports or defines, nor one a function rebinds.)
+        unchanged = name not in reader.globals and name not in reader.bindings
+        if True in kinds and False not in kinds and unchanged:
+            found[name] = ["holds", next(line for kind, line in values if kind)]
+    lines = {row[0]: row[1] for row in reader.units}
+    for kind, names in (("holds", questions.answers), ("requires", questions.requirements)):
+        for name in names:
+            if name in lines:  # (a top-level function; not a method, `self.m`)
+                found[name] = [kind, lines[name]]
+    return found
