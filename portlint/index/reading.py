@@ -616,7 +616,7 @@ class _Reader(ast.NodeVisitor):
             self.unit = f"{self.unit}.{node.name}" if self.unit else node.name
             self.units.append([self.unit, node.lineno, node.end_lineno or node.lineno])
         self.depth += 1
-        for name in _skipped_unless(node.decorator_list):
+        for name in self._imported_names(_skipped_unless(node.decorator_list)):
             first = min(d.lineno for d in node.decorator_list)
             self.tested.append([name, first, node.end_lineno or node.lineno, first, "if"])
         cuda_only = names_cuda(node.name) or _marked_for_cuda(node.decorator_list, self.predicates)
@@ -697,7 +697,7 @@ class _Reader(ast.NodeVisitor):
         if self.depth or not isinstance(target, ast.Name):
             return
         if target.id == "pytestmark" and value is not None:
-            for name in _skipped_unless([value]):
+            for name in self._imported_names(_skipped_unless([value])):
                 self.tested.append([name, 1, 1 << 30, target.lineno, "if"])
         said = value is not None and says_cuda(value, self.predicates) is True
         falsy = value is not None and _is_falsy_constant(value)
@@ -803,12 +803,7 @@ def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
         "cuda_refs": reader.cuda_refs,
         "kernels": kernels_in(tree),
         "stream_helpers": stream_helpers(tree) if reader.returns_stream else [],
-        "tested": [
-            row
-            for row in reader.tested
-            if reader.bindings.get(row[0].split(".")[0], ("",))[0] != ""
-            and row[0].split(".")[0] in ours
-        ],
+        "tested": [row for row in reader.tested if row[0].partition(".")[0] in ours],
         "cuda_names": _cuda_names(reader, questions),
     }
 
