@@ -1018,6 +1018,22 @@ class GuardAnalysis(GuardTests):
                     self._name_uses.setdefault(node.value, []).append(node)
         return self._name_uses.get(name, [])
 
+    def _held_for_a_cpu_choice(self, test: cst.CSTNode) -> bool:
+        """Whether ``test`` is (part of) a check held in a name that the module also tests to
+        pick the CPU otherwise (``HAS = torch.cuda.is_available() and ...``, then ``"cuda" if
+        HAS else "cpu"``): the name chooses the device there, whatever its own ``and`` guards."""
+        current: cst.CSTNode | None = test
+        while current is not None and not isinstance(current, cst.BaseStatement):
+            name = self._holder(current)
+            if name is not None:
+                return any(
+                    self.tests[tested].cpu_otherwise
+                    for use in self._uses_of(name)
+                    for tested in self.tests_of(use)
+                )
+            current = self.parents.get(current)
+        return False
+
     def _tested_only_as_requirement(self, value: cst.CSTNode) -> str | None:
         """The name ``value`` (a check) is bound to, where every use of the name is in the test
         of a requirement or a dispatch (``_HAS_CUDA = torch.cuda.is_available()``, then only
@@ -1066,7 +1082,11 @@ class GuardAnalysis(GuardTests):
             for tested in cuda_tests
             for value in self.bound.get(dotted_name(tested) or "", [])  # type: ignore[arg-type]
         }
-        if (test in cuda_tests or test in held) and not role.cpu_otherwise:
+        if (
+            (test in cuda_tests or test in held)
+            and not role.cpu_otherwise
+            and not self._held_for_a_cpu_choice(test)
+        ):
             why = "the check that confines CUDA-only code: `{code}`"
             return Silence("checks", why, test, quoted=test)
         required = self._tested_only_as_requirement(test)
