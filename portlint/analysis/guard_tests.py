@@ -118,6 +118,8 @@ class GuardTests(cst.BatchableCSTVisitor):
     guard_functions: set[str]
     answering: frozenset[str]
     guard_names: list[dict[str, int]]
+    count_names: list[set[str]]
+    count_reads: dict[cst.CSTNode, str]
     cuda_only_values: set[str]
     version_names: set[str]
     may_ask_versions: bool
@@ -171,7 +173,8 @@ class GuardTests(cst.BatchableCSTVisitor):
             return False
         if last == "startswith" and call.args:
             values = string_values(call.args[0].value)
-            return bool(values and all(v in CUDA_DEVICE_TYPES for v in values))
+            # (`device.startswith("cuda:")`: a device string with an index)
+            return bool(values and all(v.removesuffix(":") in CUDA_DEVICE_TYPES for v in values))
         if dotted == "isinstance" and len(call.args) == 2:
             kinds = call.args[1].value
             classes = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
@@ -250,7 +253,14 @@ class GuardTests(cst.BatchableCSTVisitor):
 
     def _is_count(self, node: cst.BaseExpression) -> bool:
         """``torch.cuda.device_count()``, or the length of a sequence of torch's CUDA module,
-        which has an entry per CUDA device (``len(torch.cuda.default_generators)``)."""
+        which has an entry per CUDA device (``len(torch.cuda.default_generators)``), or a name
+        bound to one of them."""
+        if isinstance(node, (cst.Name, cst.Attribute)):  # (`num_gpus = torch.cuda.device_count()`)
+            held = dotted_name(node)
+            if any(held in scope for scope in self.count_names):
+                self.count_reads[node] = held or ""  # (for the checks, once scopes are gone)
+                return True
+            return False
         if not isinstance(node, cst.Call):
             return False
         dotted = dotted_name(node.func) or ""

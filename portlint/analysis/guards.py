@@ -155,6 +155,8 @@ class GuardAnalysis(GuardTests):
         self.classes: list[str] = []
         # Names bound to a guard's outcome, innermost scope last: name -> polarity.
         self.guard_names: list[dict[str, int]] = [{}]
+        self.count_names: list[set[str]] = [set()]  # names bound to a count of CUDA devices
+        self.count_reads: dict[cst.CSTNode, str] = {}  # where tests read one of them
         self.markers: dict[str, cst.BaseExpression] = {}  # module-level names of skip markers
         self.function_stack: list[cst.FunctionDef] = []
         # The tests that names were bound to (a check held in a name is checked where tested).
@@ -272,6 +274,7 @@ class GuardAnalysis(GuardTests):
             return
         targets, value = bound
         polarity = self.polarity(value)
+        counted = isinstance(value, cst.Call) and self._is_count(value)
         # (Only a value shaped as a test can be one; looking into others costs.)
         version = isinstance(value, TEST_SHAPES) and self._asks_torch_version(value)
         cuda_or_none = isinstance(value, cst.IfExp) and (
@@ -284,6 +287,13 @@ class GuardAnalysis(GuardTests):
                 continue
             # (`self.x`, bound in one method and tested in another: the module's scope.)
             scope = self.guard_names[0] if name.startswith("self.") else self.guard_names[-1]
+            counts = self.count_names[0] if name.startswith("self.") else self.count_names[-1]
+            if counted:
+                counts.add(name)
+                self.tests.setdefault(value, Test())  # (a check held in a name, as below)
+                self.bound.setdefault(name, []).append(value)
+            else:
+                counts.discard(name)
             if polarity:
                 scope[name] = polarity
                 self.tests.setdefault(value, Test())  # a check held in a name
@@ -497,6 +507,19 @@ class GuardAnalysis(GuardTests):
         in it (each would hide the other)."""
         return isinstance(test, cst.Call) and dotted_name(test.func) in self.answering
 
+    def visit_For(self, node: cst.For) -> None:
+        """``for index in range(torch.cuda.device_count()):``: the body runs once per CUDA
+        device, so never where there is none (its ``else`` runs everywhere)."""
+        loop = node.iter
+        if (
+            isinstance(loop, cst.Call)
+            and dotted_name(loop.func) == "range"
+            and len(loop.args) == 1
+            and self._is_count(loop.args[0].value)
+        ):
+            self.tests.setdefault(loop, Test())
+            self._mark(node.body, self._guard(loop, node, "`for ... in {code}:`"))
+
     def visit_IfExp(self, node: cst.IfExp) -> None:
         polarity = self.polarity(node.test)
         role = self.tests.setdefault(node.test, Test())
@@ -576,11 +599,13 @@ class GuardAnalysis(GuardTests):
         self._cuda_ranks(node)
         self._declared_devices(node)
         self.guard_names.append({})
+        self.count_names.append(set())
         self._bind_guard_names(node.body.body)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.classes.pop()
         self.guard_names.pop()
+        self.count_names.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         owner = self.classes[-1] if self.classes else None
@@ -601,10 +626,12 @@ class GuardAnalysis(GuardTests):
         if self.library_names and self._infers("imports"):
             self._calls_library_first(node)
         self.guard_names.append({})
+        self.count_names.append(set())
         self.function_stack.append(node)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.guard_names.pop()
+        self.count_names.pop()
         self.function_stack.pop()
 
     def visit_Return(self, node: cst.Return) -> None:
@@ -1018,6 +1045,23 @@ class GuardAnalysis(GuardTests):
                     self._name_uses.setdefault(node.value, []).append(node)
         return self._name_uses.get(name, [])
 
+    def _names_held_in(self, tested: cst.CSTNode) -> list[str]:
+        """The names whose bound checks a test reads: the test itself (``if _is_cuda:``), or
+        the counts it compares or loops over (``if num_gpus > 0:``, ``range(num_gpus)``) where
+        every use of the count is such a test (one given on as data, ``nprocs=num_gpus``, is a
+        number of devices that is zero off CUDA: the count is a finding there)."""
+        name = dotted_name(tested) if isinstance(tested, (cst.Name, cst.Attribute)) else None
+        if name is not None:
+            return [name]
+        if isinstance(tested, cst.Comparison):
+            sides = [tested.left, *(c.comparator for c in tested.comparisons)]
+        elif isinstance(tested, cst.Call):
+            sides = [arg.value for arg in tested.args]
+        else:
+            return []
+        counts = [self.count_reads[side] for side in sides if side in self.count_reads]
+        return [n for n in counts if all(self.tests_of(use) for use in self._uses_of(n))]
+
     def _held_for_a_cpu_choice(self, test: cst.CSTNode) -> bool:
         """Whether ``test`` is (part of) a check held in a name that the module also tests to
         pick the CPU otherwise (``HAS = torch.cuda.is_available() and ...``, then ``"cuda" if
@@ -1080,7 +1124,8 @@ class GuardAnalysis(GuardTests):
         held = {
             value
             for tested in cuda_tests
-            for value in self.bound.get(dotted_name(tested) or "", [])  # type: ignore[arg-type]
+            for name in self._names_held_in(tested)
+            for value in self.bound.get(name, [])
         }
         if (
             (test in cuda_tests or test in held)
