@@ -25,8 +25,10 @@ AUDIT_SET = (
 HELD_OUT = (
     "diffusers==0.42.1", "lightning==2.6.6", "peft==0.21.2", "trl==1.16.0", "mmengine==0.10.7",
     "verl==0.9.1", "bitsandbytes==0.50.2", "torchtitan==0.3.0", "xformers==0.0.35",
-    "fairscale==0.4.13", "torchrec==1.4.0",
+    "fairscale==0.4.13", "torchrec==1.4.0", "megatron-core==0.16.1", "monai==1.6.1", "timm==1.0.31",
 )  # fmt: skip
+# Releases whose package is not named as the distribution is (`megatron-core` installs `megatron`).
+PACKAGES = {"megatron-core": "megatron"}
 PLATFORMS = ["manylinux2014_x86_64", *(f"manylinux_2_{n}_x86_64" for n in range(17, 41))]
 
 
@@ -74,7 +76,7 @@ def _python_files(archive: Path, package: str, dest: Path) -> None:
 def fetch(requirement: str, dest: Path) -> Path:
     """The package folder of ``NAME==VERSION`` under ``dest``, fetched if need be."""
     name, version = requirement.split("==")
-    package = name.replace("-", "_")
+    package = PACKAGES.get(name, name.replace("-", "_"))
     folder = dest / f"{name}-{version}"
     if not (folder / ".complete").exists():
         with tempfile.TemporaryDirectory() as work:
