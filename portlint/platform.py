@@ -308,6 +308,78 @@ def library_bindings(tree: ast.Module, libraries: tuple[str, ...]) -> dict[str, 
 TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # (Python 3.11 and later)
 
 
+def library_flags(tree: ast.Module, libraries: tuple[str, ...]) -> frozenset[str]:
+    """The module's flags that say one of ``libraries`` imported: set to ``True`` in a top-level
+    ``try`` (or its ``else``) after an import of one, and to a falsy constant wherever else the
+    module's top level sets them, never made ``global`` in a function (``try: import
+    transformer_engine`` ``HAVE_TE = True`` ``except ImportError: HAVE_TE = False``). Such a
+    flag holds only where the library is, and so only on NVIDIA or AMD GPUs."""
+    raised: dict[str, ast.Assign] = {}
+    for statement in tree.body:
+        if not isinstance(statement, (ast.Try, *TRY_STAR)):
+            continue
+        imported = False
+        body: list[ast.stmt] = [*statement.body, *statement.orelse]  # type: ignore[attr-defined]
+        for node in body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and _imports_one_of(node, libraries):
+                imported = True
+            elif imported and isinstance(node, ast.Assign) and _is_constant(node.value, True):
+                raised.update((t.id, node) for t in node.targets if isinstance(t, ast.Name))
+    if not raised:
+        return frozenset()  # (nearly every module)
+    flags = set(raised)
+    for each in ast.walk(tree):
+        if isinstance(each, ast.Global):
+            flags.difference_update(each.names)
+    pending: list[ast.stmt] = list(tree.body)
+    while pending and flags:
+        node = pending.pop()
+        if isinstance(node, (ast.If, ast.Try, *TRY_STAR, ast.With, ast.For, ast.While)):
+            pending.extend(
+                child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)
+            )
+            for handler in getattr(node, "handlers", []):
+                pending.extend(handler.body)
+            continue
+        for target in _assigned_names(node):
+            if target in flags and raised[target] is not node:
+                value = getattr(node, "value", None)
+                if not (isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_falsy(value)):
+                    flags.discard(target)
+    return frozenset(flags)
+
+
+def _imports_one_of(node: ast.Import | ast.ImportFrom, libraries: tuple[str, ...]) -> bool:
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        names = [node.module] if node.level == 0 and node.module else []
+    return first_import_of([(name, 0) for name in names], libraries) is not None
+
+
+def _is_constant(node: ast.expr | None, value: object) -> bool:
+    return isinstance(node, ast.Constant) and node.value is value
+
+
+def _is_falsy(node: ast.expr | None) -> bool:
+    return any(_is_constant(node, v) for v in (False, None))
+
+
+def _assigned_names(node: ast.stmt) -> list[str]:
+    """The plain names a top-level statement binds by assignment or import."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets = [node.target]
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(alias.asname or alias.name).partition(".")[0] for alias in node.names]
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    else:
+        return []
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
 # An operator with its sides swapped: `2 <= n` is `n >= 2`.
 SWAPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "==": "==", "!=": "!="}
 

@@ -30,6 +30,7 @@ from portlint.platform import (
     ModulePlatform,
     foreign_libraries,
     library_bindings,
+    library_flags,
     module_platform,
 )
 from portlint.registry import all_rules
@@ -283,7 +284,7 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
         }
         | guarded_imports(job.tree)
         | library_loaders(job.tree, libraries),
-        cuda_only_values(job.tree, job.source),
+        cuda_only_values(job.tree, job.source) | library_flags(job.tree, libraries),
     )
     wrapper.visit_batched([*visitors, guards])
     positions = wrapper.resolve(PositionProvider)
