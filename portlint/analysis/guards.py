@@ -1060,7 +1060,9 @@ class GuardAnalysis(GuardTests):
         else:
             return []
         counts = [self.count_reads[side] for side in sides if side in self.count_reads]
-        return [n for n in counts if all(self.tests_of(use) for use in self._uses_of(n))]
+        # (An attribute's uses are not looked for: `self.num_gpus` is never held so.)
+        uses = {name: self._uses_of(name) for name in counts}
+        return [n for n in counts if uses[n] and all(self.tests_of(use) for use in uses[n])]
 
     def _held_for_a_cpu_choice(self, test: cst.CSTNode) -> bool:
         """Whether ``test`` is (part of) a check held in a name that the module also tests to
