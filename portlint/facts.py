@@ -94,6 +94,7 @@ CUDA_ONLY_LIBRARIES: dict[str, str] = {
     "flash_attn_interface": "FlashAttention 3", "cudnn": "cuDNN frontend", "nvtx": "NVTX",
     "numba.cuda": "Numba CUDA", "triton.language.extra.cuda": "Triton's CUDA extras",
     "smdistributed": "SageMaker distributed (model and data parallel)",
+    "nvdiffrast": "nvdiffrast", "tinycudann": "tiny-cuda-nn", "kvikio": "KvikIO (GPUDirect Storage)",
     # AMD
     "aiter": "AITER", "flydsl": "FlyDSL", "wave_lang": "Wave", "amdsmi": "AMD SMI",
     "pyrsmi": "ROCm SMI", "hip.hip": "hip-python", "triton.language.extra.hip": "Triton's HIP extras",
@@ -109,7 +110,7 @@ CUDA_ONLY_LIBRARIES: dict[str, str] = {
 CUDA_WORDS = frozenset({
     "cuda", "cudnn", "cublas", "cublaslt", "cutlass", "cute", "cutedsl", "nccl", "nvidia",
     "nvshmem", "nvfp4", "nvtx", "nvml", "trtllm", "tensorrt", "flashinfer", "deepgemm", "deepep",
-    "flashmla", "hopper", "blackwell",
+    "flashmla", "hopper", "blackwell", "nvlink",
     "rocm", "hip", "hipblaslt", "rccl", "amd", "aiter", "mori", "cdna", "mi300", "mi325", "mi355",
 })  # fmt: skip
 CUDA_ARCHITECTURE = r"(?:sm|gfx)\d{2,4}[a-z]?"  # sm90, sm100a, gfx942

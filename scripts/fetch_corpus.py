@@ -26,9 +26,11 @@ HELD_OUT = (
     "diffusers==0.42.1", "lightning==2.6.6", "peft==0.21.2", "trl==1.16.0", "mmengine==0.10.7",
     "verl==0.9.1", "bitsandbytes==0.50.2", "torchtitan==0.3.0", "xformers==0.0.35",
     "fairscale==0.4.13", "torchrec==1.4.0", "megatron-core==0.16.1", "monai==1.6.1", "timm==1.0.31",
+    "nemo-toolkit==2.4.0", "ultralytics==8.3.200", "litgpt==0.5.10", "ms-swift==3.8.0",
+    "kornia==0.8.1", "sentence-transformers==5.1.0", "torchmetrics==1.8.2",
 )  # fmt: skip
 # Releases whose package is not named as the distribution is (`megatron-core` installs `megatron`).
-PACKAGES = {"megatron-core": "megatron"}
+PACKAGES = {"megatron-core": "megatron", "nemo-toolkit": "nemo", "ms-swift": "swift"}
 PLATFORMS = ["manylinux2014_x86_64", *(f"manylinux_2_{n}_x86_64" for n in range(17, 41))]
 
 

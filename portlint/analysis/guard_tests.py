@@ -9,6 +9,8 @@ assigned from a guard's test; ``cuda_only_values``: a name bound to a CUDA-only 
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from portlint.analysis.names import dotted_name, qualified_names
@@ -42,6 +44,10 @@ VERSION_WORDS = {"version", "greater", "less", "older", "newer", "ge", "gt", "lt
 # One of these is in the text of any module that tests the torch release: `version` (as in
 # `torch.__version__`, `is_torch_version`, `packaging.version`) or the words around a bound.
 VERSION_TEXT = ("version", "hasattr", "greater", "less", "older", "newer")
+# A flag named for a torch release (`TORCH_2_4`, `TORCH_1_13`, `_TORCH_2_0`), as projects import
+# their own tests of it: true from that release on.
+RELEASE_FLAG = re.compile(r"_?(?:IS_)?TORCH_?\d+(?:_\d+)+", re.IGNORECASE)
+RELEASE_TEXT = re.compile(r"TORCH_?\d+_\d", re.IGNORECASE)
 _CODE = cst.Module([])
 
 
@@ -299,8 +305,9 @@ class GuardTests(cst.BatchableCSTVisitor):
 
     def _asks_torch_version(self, test: cst.BaseExpression) -> bool:
         """A test of the torch release (or of a torch attribute's presence) that names no CUDA:
-        ``is_torch_greater_or_equal("2.7")``, ``hasattr(torch, "accelerator")``."""
-        if dotted_name(test) in self.version_names:
+        ``is_torch_greater_or_equal("2.7")``, ``hasattr(torch, "accelerator")``, ``TORCH_2_4``."""
+        name = dotted_name(test)
+        if name in self.version_names or RELEASE_FLAG.fullmatch((name or "").rpartition(".")[2]):
             return True
         if not self.may_ask_versions:
             return False

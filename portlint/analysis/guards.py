@@ -42,6 +42,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from portlint.analysis.guard_tests import (
+    RELEASE_TEXT,
     VERSION_TEXT,
     GuardTests,
     asks_tensor_is_cuda,
@@ -172,9 +173,14 @@ class GuardAnalysis(GuardTests):
         # in the module's text before any test's words are (most modules have none).
         text = source if source is not None else ""
         self.may_ask_versions = source is None or any(w in text for w in VERSION_TEXT)
+        self.may_ask_versions |= RELEASE_TEXT.search(text) is not None
         self.may_prefer_accelerator = source is None or "accelerator" in text
         self.may_launch_itself = source is None or ("__file__" in text and "__main__" in text)
         self.cuda_imports: list[cst.CSTNode] = []  # imports of those libraries in functions
+        # Calls of functions named for a library or link of NVIDIA's or AMD's GPUs, not for CUDA
+        # itself (`check_nvlink_connectivity()`, `init_nccl_comm()`; not `move_to_cuda(x)`,
+        # which may pick a device): CUDA-only code, as a CUDA API is.
+        self.cuda_calls: list[cst.CSTNode] = []
         self.predicates: list[cst.FunctionDef] = []  # functions named as a question about CUDA
         self._guarded_functions: set[cst.FunctionDef] | None = None
         self._name_uses: dict[str, list[cst.Name]] | None = None  # bound names, where read
@@ -884,6 +890,8 @@ class GuardAnalysis(GuardTests):
         if callee is not None:
             self.calls.append((call_key(callee, self.classes[-1] if self.classes else None), node))
         last = callee.rsplit(".", 1)[-1] if callee else ""
+        if last and names_cuda(last) and "cuda" not in words(last) and not is_predicate(last):
+            self.cuda_calls.append(node)
         if last in SKIP_IF | SKIP_UNLESS and node.args:  # `unittest.skipUnless(...)(test)`
             condition = argument(node, "condition", 0)
             if condition is not None:

@@ -45,7 +45,8 @@ def silence(
         for report, reason in silenced
         if report.code.startswith(CUDA_API_PREFIX) and reason.test is not None
     }
-    for imported in guards.cuda_imports:  # `if torch.cuda.is_available(): import pynvml`
+    # `if torch.cuda.is_available(): import pynvml`, `... check_nvlink_connectivity()`
+    for imported in [*guards.cuda_imports, *guards.cuda_calls]:
         reason = guards.is_guarded(imported)
         if reason is not None and reason.test is not None:
             cuda_tests.add(reason.test)
