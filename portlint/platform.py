@@ -69,6 +69,7 @@ def _joined(found: tuple[str, ...]) -> Iterable[str]:
         yield a + b
 
 
+@functools.cache  # (asked of every callee's name, among others)
 def names_cuda(name: str) -> bool:
     """Whether ``name`` names CUDA or ROCm (a word of :data:`CUDA_WORDS`, or a GPU architecture),
     but for a CUDA graph (``cuda_graph``, ``CudaGraphRunner``)."""

@@ -1025,6 +1025,10 @@ class GuardAnalysis(GuardTests):
         on another accelerator that code silently runs on the CPU."""
         if "checks" not in self.inferences:
             return None
+        restores = self._restores_checkpoints(node)
+        if restores is not None:
+            why = "it chooses only the `map_location` of a load (where CUDA storages restore): `{code}`"
+            return Silence("checks", why, restores, quoted=restores)
         if self.predicates:
             answer = self.answer(node)
             if answer is not None:
@@ -1071,6 +1075,43 @@ class GuardAnalysis(GuardTests):
         # (An attribute's uses are not looked for: `self.num_gpus` is never held so.)
         uses = {name: self._uses_of(name) for name in counts}
         return [n for n in counts if uses[n] and all(self.tests_of(use) for use in uses[n])]
+
+    def _restores_checkpoints(self, node: cst.CSTNode) -> cst.IfExp | None:
+        """The ``a if <check> else b`` that ``node`` is in the test of, where what it chooses is
+        only the ``map_location`` of a load: given as it (``torch.load(f, map_location="cuda" if
+        torch.cuda.is_available() else "cpu")``) or held in a name every use of which is one
+        (``map_location = None if torch.cuda.is_available() else "cpu"``). A checkpoint saved on
+        CUDA restores there only where CUDA is; elsewhere it must be mapped (to the CPU), and
+        the portable check would leave it unmapped on XPU."""
+        current: cst.CSTNode | None = self.parents.get(node)
+        child: cst.CSTNode | None = node
+        while current is not None and not isinstance(current, cst.BaseStatement):
+            if isinstance(current, cst.IfExp) and child is current.test:
+                break
+            current, child = self.parents.get(current), current
+        if not isinstance(current, cst.IfExp):
+            return None
+        choice, holder = current, self.parents.get(current)
+        if isinstance(holder, cst.Arg):
+            return choice if _maps_location(holder) else None
+        if not (isinstance(holder, cst.Assign) and len(holder.targets) == 1):
+            return None
+        target = holder.targets[0].target
+        scope = self._scope_of(holder)
+        if not isinstance(target, cst.Name) or scope is None:
+            return None
+        uses = [use for use in _names_in(scope) if use.value == target.value and use is not target]
+        arguments = [self.parents.get(use) for use in uses]
+        if uses and all(isinstance(a, cst.Arg) and _maps_location(a) for a in arguments):
+            return choice
+        return None
+
+    def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The body of the function ``node`` is in, or the module."""
+        current = self.parents.get(node)
+        while current is not None and not isinstance(current, cst.FunctionDef):
+            current = self.parents.get(current)
+        return current.body if isinstance(current, cst.FunctionDef) else self.module
 
     def _held_for_a_cpu_choice(self, test: cst.CSTNode) -> bool:
         """Whether ``test`` is (part of) a check held in a name that the module also tests to
@@ -1157,6 +1198,11 @@ class GuardAnalysis(GuardTests):
             why = "a choice of kernel by the tensor's device, with another path: `{code}`"
             return Silence("checks", why, test, quoted=test)
         return None
+
+
+def _maps_location(argument: cst.Arg) -> bool:
+    """``map_location=...``, as ``torch.load`` and the loaders of state dicts take it."""
+    return argument.keyword is not None and argument.keyword.value == "map_location"
 
 
 def _parameters(parameters: cst.Parameters) -> list[cst.Param]:
