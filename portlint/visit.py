@@ -30,7 +30,6 @@ from portlint.platform import (
     ModulePlatform,
     foreign_libraries,
     library_bindings,
-    library_flags,
     module_platform,
 )
 from portlint.registry import all_rules
@@ -284,7 +283,7 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
         }
         | guarded_imports(job.tree)
         | library_loaders(job.tree, libraries),
-        cuda_only_values(job.tree, job.source) | library_flags(job.tree, libraries),
+        cuda_only_values(job.tree, job.source, libraries),
     )
     wrapper.visit_batched([*visitors, guards])
     positions = wrapper.resolve(PositionProvider)

@@ -19,7 +19,9 @@ test it before they use it::
 :func:`cuda_only_values` reads that from Python's ``ast`` of the whole module (the guard analysis
 may see only a cut of it): a value is CUDA-only or nothing when it is ``None``/``False``, ``a if
 <CUDA> else None``, assigned under a CUDA guard, or a name that holds only such values — a local,
-a module-level flag (``_symm_mem_available = False`` then ``if _is_cuda: ... = True``), an
+a module-level flag (``_symm_mem_available = False`` then ``if _is_cuda: ... = True``, or
+``HAVE_TE = True`` after ``import transformer_engine`` in a ``try``: what follows a library that
+exists only for NVIDIA or AMD GPUs in a ``try`` runs only where it imported), an
 attribute ``self.x`` every assignment of which in its class is one, or an ``__init__`` parameter
 that every construction of the class in the module gives one (or leaves at a ``None`` default).
 A class that the module subclasses or hands on uncalled may be built elsewhere: its parameters
@@ -35,7 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from portlint.index.reading import LEAF_TYPES, dotted, holds_own, says_cuda, subclasses, yields
-from portlint.platform import first_import_of
+from portlint.platform import TRY_STAR, first_import_of
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -77,7 +79,8 @@ def _assignments(statement: ast.stmt) -> Iterator[tuple[ast.expr, ast.expr]]:
 
 
 class _Module:
-    def __init__(self, tree: ast.Module, source: str) -> None:
+    def __init__(self, tree: ast.Module, source: str, libraries: tuple[str, ...]) -> None:
+        self.libraries = libraries
         self.classes = {s.name: _Class(s) for s in tree.body if isinstance(s, ast.ClassDef)}
         self.lines = source.splitlines(keepends=True)
         names = "|".join(map(re.escape, self.classes))
@@ -236,8 +239,13 @@ class _Module:
             self._block(statement.body, function, guarded or said is True)
             self._block(statement.orelse, function, guarded or said is False)
             return
-        for name in ("body", "orelse", "finalbody"):
-            self._block(getattr(statement, name, []), function, guarded)
+        body = getattr(statement, "body", [])
+        imported = _library_imported(statement, self.libraries)
+        split = len(body) if imported is None else imported
+        self._block(body[:split], function, guarded)
+        self._block(body[split:], function, guarded or imported is not None)
+        self._block(getattr(statement, "orelse", []), function, guarded or imported is not None)
+        self._block(getattr(statement, "finalbody", []), function, guarded)
         for handler in getattr(statement, "handlers", []):
             self._block(handler.body, function, guarded)
 
@@ -499,7 +507,30 @@ def _bound_here(statement: ast.stmt) -> set[str]:
     return bound
 
 
-def _makes_any(body: list[ast.stmt], guarded: bool = False, scope: str = "module") -> bool:
+def _library_imported(statement: ast.stmt, libraries: tuple[str, ...]) -> int | None:
+    """For a ``try``: where in its body the statements after its first import of one of
+    ``libraries`` start (they, and its ``else``, run only where the import did); None where there
+    is none, or for any other statement."""
+    if not (libraries and isinstance(statement, (ast.Try, *TRY_STAR))):
+        return None
+    for index, node in enumerate(statement.body):  # type: ignore[attr-defined]
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        if first_import_of([(name, 0) for name in names], libraries) is not None:
+            return index + 1
+    return None
+
+
+def _makes_any(
+    body: list[ast.stmt],
+    guarded: bool = False,
+    scope: str = "module",
+    libraries: tuple[str, ...] = (),
+) -> bool:
     """Whether a block assigns a CUDA-only thing (``a if <CUDA> else None``, or anything but
     ``None``/``False`` under a CUDA check) to what this module reads across functions: ``self.x``, a module-level name, or
     a local of an ``__init__`` (which builds the layers it is handed to). Statements only are
@@ -518,31 +549,39 @@ def _makes_any(body: list[ast.stmt], guarded: bool = False, scope: str = "module
                 return True
         elif isinstance(statement, ast.If):
             said = says_cuda(statement.test)
-            if _makes_any(statement.body, guarded or said is True, scope):
+            if _makes_any(statement.body, guarded or said is True, scope, libraries):
                 return True
-            if _makes_any(statement.orelse, guarded or said is False, scope):
+            if _makes_any(statement.orelse, guarded or said is False, scope, libraries):
                 return True
         elif isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
             inner = "class" if isinstance(statement, ast.ClassDef) else "function"
             inner = "init" if getattr(statement, "name", "") == "__init__" else inner
-            if _makes_any(statement.body, False, inner):
+            if _makes_any(statement.body, False, inner, libraries):
                 return True
         else:
-            for name in ("body", "orelse", "finalbody"):
-                if _makes_any(getattr(statement, name, []), guarded, scope):
-                    return True
-            for handler in getattr(statement, "handlers", []):
-                if _makes_any(handler.body, guarded, scope):
-                    return True
+            body = getattr(statement, "body", [])
+            imported = _library_imported(statement, libraries)
+            split = len(body) if imported is None else imported
+            after = guarded or imported is not None
+            blocks = [
+                (body[:split], guarded), (body[split:], after),
+                (getattr(statement, "orelse", []), after),
+                (getattr(statement, "finalbody", []), guarded),
+                *((handler.body, guarded) for handler in getattr(statement, "handlers", [])),
+            ]  # fmt: skip
+            if any(_makes_any(block, inside, scope, libraries) for block, inside in blocks):
+                return True
     return False
 
 
-def cuda_only_values(tree: ast.Module, source: str) -> frozenset[str]:
+def cuda_only_values(
+    tree: ast.Module, source: str, libraries: tuple[str, ...] = ()
+) -> frozenset[str]:
     """The names of ``tree`` that hold only a CUDA-only thing or nothing (see the module's
     docstring): ``self.x`` attributes, as the guard analysis names them, and module-level
-    flags."""
-    if not _makes_any(tree.body):
+    flags. ``libraries``: those that exist only for NVIDIA or AMD GPUs (the table)."""
+    if not _makes_any(tree.body, libraries=libraries):
         return frozenset()
-    module = _Module(tree, source)
+    module = _Module(tree, source, libraries)
     module.solve()
     return module.names()

@@ -1073,8 +1073,8 @@ class GuardAnalysis(GuardTests):
             return []
         counts = [self.count_reads[side] for side in sides if side in self.count_reads]
         # (An attribute's uses are not looked for: `self.num_gpus` is never held so.)
-        uses = {name: self._uses_of(name) for name in counts}
-        return [n for n in counts if uses[n] and all(self.tests_of(use) for use in uses[n])]
+        uses = {count: self._uses_of(count) for count in counts}
+        return [c for c in counts if uses[c] and all(self.tests_of(use) for use in uses[c])]
 
     def _restores_checkpoints(self, node: cst.CSTNode) -> cst.IfExp | None:
         """The ``a if <check> else b`` that ``node`` is in the test of, where what it chooses is
@@ -1097,16 +1097,16 @@ class GuardAnalysis(GuardTests):
         if not (isinstance(holder, cst.Assign) and len(holder.targets) == 1):
             return None
         target = holder.targets[0].target
-        scope = self._scope_of(holder)
-        if not isinstance(target, cst.Name) or scope is None:
+        if not isinstance(target, cst.Name):
             return None
+        scope = self._scope_of(holder)
         uses = [use for use in _names_in(scope) if use.value == target.value and use is not target]
         arguments = [self.parents.get(use) for use in uses]
         if uses and all(isinstance(a, cst.Arg) and _maps_location(a) for a in arguments):
             return choice
         return None
 
-    def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+    def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
         """The body of the function ``node`` is in, or the module."""
         current = self.parents.get(node)
         while current is not None and not isinstance(current, cst.FunctionDef):
