@@ -27,10 +27,15 @@ HELD_OUT = (
     "verl==0.9.1", "bitsandbytes==0.50.2", "torchtitan==0.3.0", "xformers==0.0.35",
     "fairscale==0.4.13", "torchrec==1.4.0", "megatron-core==0.16.1", "monai==1.6.1", "timm==1.0.31",
     "nemo-toolkit==2.4.0", "ultralytics==8.3.200", "litgpt==0.5.10", "ms-swift==3.8.0",
-    "kornia==0.8.1", "sentence-transformers==5.1.0", "torchmetrics==1.8.2",
+    "kornia==0.8.1", "sentence-transformers==5.1.0", "torchmetrics==1.8.2", "axolotl==0.19.0",
+    "lightning-thunder==0.2.6", "torchrl==0.14.1", "speechbrain==1.1.2", "llamafactory==0.9.5",
+    "llmcompressor==0.14.0.1", "mosaicml==0.32.1", "torch-geometric==2.8.1",
 )  # fmt: skip
 # Releases whose package is not named as the distribution is (`megatron-core` installs `megatron`).
-PACKAGES = {"megatron-core": "megatron", "nemo-toolkit": "nemo", "ms-swift": "swift"}
+PACKAGES = {
+    "megatron-core": "megatron", "nemo-toolkit": "nemo", "ms-swift": "swift",
+    "lightning-thunder": "thunder", "mosaicml": "composer",
+}  # fmt: skip
 PLATFORMS = ["manylinux2014_x86_64", *(f"manylinux_2_{n}_x86_64" for n in range(17, 41))]
 
 
