@@ -216,6 +216,13 @@ REEXPORTING_SUBMODULES = ("memory", "streams", "graphs", "random", "amp.autocast
                           "amp.grad_scaler")  # fmt: skip
 
 
+# Names under torch.cuda that run nothing on a device: the pure-Python renderers of a memory
+# snapshot, taken on whatever device (`torch.cuda._memory_viz.trace_plot(snapshot)`), but for
+# those that count CUDA's devices to build a snapshot from a profile.
+DEVICE_FREE = "torch.cuda._memory_viz"
+DEVICE_FREE_BUT = frozenset({"profile_plot", "_profile_to_snapshot"})
+
+
 def lookup(qualified: str) -> CudaApi | None:
     """The entry for a qualified name under ``torch.cuda`` (its longest mapped prefix)."""
     found = _entry(qualified)
@@ -241,6 +248,10 @@ def suggestion(qualified: str) -> str | None:
 def _entry(qualified: str) -> tuple[CudaApi, list[str]] | None:
     """The entry for a qualified name under ``torch.cuda``, and the parts of the name after it."""
     if qualified != "torch.cuda" and not qualified.startswith("torch.cuda."):
+        return None
+    if qualified == DEVICE_FREE or (
+        qualified.startswith(f"{DEVICE_FREE}.") and qualified.split(".")[3] not in DEVICE_FREE_BUT
+    ):
         return None
     for submodule in REEXPORTING_SUBMODULES:
         prefix = f"torch.cuda.{submodule}."

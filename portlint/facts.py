@@ -110,7 +110,7 @@ CUDA_ONLY_LIBRARIES: dict[str, str] = {
 CUDA_WORDS = frozenset({
     "cuda", "cudnn", "cublas", "cublaslt", "cutlass", "cute", "cutedsl", "nccl", "nvidia",
     "nvshmem", "nvfp4", "nvtx", "nvml", "trtllm", "tensorrt", "flashinfer", "deepgemm", "deepep",
-    "flashmla", "hopper", "blackwell", "nvlink",
+    "flashmla", "hopper", "blackwell", "nvlink", "nsys", "nsight",
     "rocm", "hip", "hipblaslt", "rccl", "amd", "aiter", "mori", "cdna", "mi300", "mi325", "mi355",
 })  # fmt: skip
 CUDA_ARCHITECTURE = r"(?:sm|gfx)\d{2,4}[a-z]?"  # sm90, sm100a, gfx942
@@ -119,6 +119,9 @@ OTHER_DEVICES = frozenset({
     "xpu", "npu", "hpu", "mps", "mlu", "musa", "xla", "tpu", "neuron", "sdaa", "gaudi", "ascend",
     "habana", "ipu", "mtia", "maia", "privateuseone", "metal", "mlx",
 })  # fmt: skip
+# Apple's devices: a dispatch that names only these (and the CPU) leaves every other accelerator,
+# XPU and NPU among them, to its `else`, which is then not CUDA's arm but everyone's.
+APPLE_DEVICES = frozenset({"mps", "metal", "mlx"})
 CUDA_DEVICE_TYPES = frozenset({"cuda", "hip", "rocm"})
 # Shared libraries of NVIDIA's and AMD's drivers and runtimes: code that loads one with `ctypes`
 # runs only there.

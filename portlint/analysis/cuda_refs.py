@@ -146,16 +146,21 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
         """The CUDA-only API ``node`` (written ``text``) names, with the qualified name it is
         known by. A name under ``torch.cuda`` says ``cuda`` itself (``torch.cuda.x``), or starts
         with a name an import binds to something under it (``nvtx.x`` after ``from torch.cuda
-        import nvtx``): other names are not resolved at all (most names: resolving is the cost)."""
+        import nvtx``): other names are not resolved at all (most names: resolving is the cost).
+        A name also bound to the portable replacement (``from torch.amp import GradScaler``
+        where torch has it, ``from torch.cuda.amp import GradScaler`` where it has not) is the
+        replacement where torch has it: no CUDA reference. (Bound to another device's API in a
+        dispatch's other arms, it is still CUDA's in the ``else`` that every other device takes.)"""
         names = self.get_metadata(NameProvider, node, None)
         if names is None or (
             "cuda" not in text and text.partition(".")[0] not in names.names_imported_from("cuda")
         ):
             return None
-        for qualified in sorted(qualified_names(self, node)):
+        bound = qualified_names(self, node)
+        for qualified in sorted(bound):
             api = lookup(qualified)
             if api is not None:
-                return api, qualified
+                return None if suggestion(qualified) in bound else (api, qualified)
         return None
 
 

@@ -16,7 +16,7 @@ import libcst as cst
 from portlint.analysis.names import dotted_name, qualified_names
 from portlint.analysis.scopes import NameProvider
 from portlint.analysis.walk import children
-from portlint.facts import CUDA_DEVICE_TYPES, OTHER_DEVICES
+from portlint.facts import APPLE_DEVICES, CUDA_DEVICE_TYPES, OTHER_DEVICES
 from portlint.platform import (
     SWAPPED,
     count_says_cuda,
@@ -72,14 +72,22 @@ def asks_tensor_is_cuda(test: cst.CSTNode) -> bool:
     return False
 
 
-def words_in(node: cst.CSTNode) -> set[str]:
-    """The words of the names in ``node``'s code (``torch.__version__`` -> torch, version)."""
+def words_in(node: cst.CSTNode, targets: bool = True) -> set[str]:
+    """The words of the names in ``node``'s code (``torch.__version__`` -> torch, version);
+    without ``targets``, not of the names it binds (``torch_cuda_fwd = ...``; ``hooks[
+    torch.cuda.amp.GradScaler] = ...`` binds none)."""
     found: set[str] = set()
     pending = [node]
     while pending:
         current = pending.pop()
         if isinstance(current, cst.Name):
             found.update(words(current.value))
+        elif (
+            not targets
+            and isinstance(current, cst.AssignTarget)
+            and isinstance(current.target, cst.Name)
+        ):
+            continue
         pending.extend(children(current))
     return found
 
@@ -277,31 +285,35 @@ class GuardTests(cst.BatchableCSTVisitor):
             and "torch.cuda.device_count" in qualified_names(self, node.func)
         )
 
-    def other_device(self, test: cst.BaseExpression, cpu: bool = True) -> bool:
+    def other_device(self, test: cst.BaseExpression, cpu: bool = True, apple: bool = True) -> bool:
         """Whether ``test`` asks about a device other than CUDA (``is_xpu()``,
-        ``torch.xpu.is_available()``, ``device.type == "npu"``; with ``cpu``, the CPU too)."""
+        ``torch.xpu.is_available()``, ``device.type == "npu"``; with ``cpu``, the CPU too; without
+        ``apple``, not Apple's devices, ``mps``)."""
         if isinstance(test, cst.UnaryOperation):
-            return self.other_device(test.expression, cpu)
+            return self.other_device(test.expression, cpu, apple)
         if isinstance(test, cst.BooleanOperation):
-            return self.other_device(test.left, cpu) or self.other_device(test.right, cpu)
+            return self.other_device(test.left, cpu, apple) or self.other_device(
+                test.right, cpu, apple
+            )
+        devices = (OTHER_DEVICES if apple else OTHER_DEVICES - APPLE_DEVICES) | (
+            {"cpu"} if cpu else set()
+        )
         if isinstance(test, cst.Comparison):
             values = [
                 v
                 for side in (test.left, *(c.comparator for c in test.comparisons))
                 for v in (string_values(side) or [])
             ]
-            devices = OTHER_DEVICES | ({"cpu"} if cpu else set())
             return bool(values) and all(v in devices for v in values)
         name = dotted_name(test.func if isinstance(test, cst.Call) else test)
         if name is None:
             return False
         last = name.rsplit(".", 1)[-1]
-        if not isinstance(test, cst.Call) and names_other_device(last):
+        if not isinstance(test, cst.Call) and any(w in devices - {"cpu"} for w in words(last)):
             return True  # a flag about another device: `if fa_xpu:`
         if not (is_predicate(last) or last == "is_available"):
             return False
-        found = words(name)
-        return any(w in OTHER_DEVICES for w in found) or (cpu and "cpu" in found)
+        return any(w in devices for w in words(name))
 
     def _asks_torch_version(self, test: cst.BaseExpression) -> bool:
         """A test of the torch release (or of a torch attribute's presence) that names no CUDA:

@@ -110,6 +110,9 @@ class Test:
     cpu_otherwise: bool = False
 
 
+# The keywords a test generator takes the device types to make a test for by
+# (`@instantiate(devicetypes=(DeviceType.CUDA,))`, `only_for="cuda"`).
+DEVICE_TYPE_KEYWORDS = frozenset({"devicetypes", "device_types", "only_for", "devices"})
 REQUIREMENT = "the check of a requirement of CUDA"
 DISPATCH = "the check of a dispatch over devices"
 ANSWER = "what a predicate named for CUDA answers"
@@ -344,8 +347,7 @@ class GuardAnalysis(GuardTests):
         role = self.tests.setdefault(test, Test())
         if polarity == -1 and raises:
             role.role = REQUIREMENT
-        other_path = node.orelse if polarity == 1 else node.body if polarity == -1 else None
-        role.cpu_otherwise = other_path is not None and picks_cpu(other_path)
+        role.cpu_otherwise = self._picks_cpu_otherwise(node)
         if (
             polarity
             and asks_tensor_is_cuda(test)
@@ -374,6 +376,12 @@ class GuardAnalysis(GuardTests):
         if self._infers("fallbacks") and self._asks_torch_version(test):
             self._fallback_arms(node.body, node.orelse, node, test)
 
+    def _picks_cpu_otherwise(self, node: cst.If) -> bool:
+        """Whether the path an ``if`` takes where its test of CUDA fails picks the CPU."""
+        polarity = self.polarity(node.test)
+        other_path = node.orelse if polarity == 1 else node.body if polarity == -1 else None
+        return other_path is not None and picks_cpu(other_path)
+
     def _dispatch_chain(self, head: cst.If) -> None:
         """``if is_xpu(): ... elif is_npu(): ... else: ...``: every test of a chain that asks
         about other devices is a dispatch; its ``else``, where no arm asks for CUDA, is the CUDA
@@ -384,10 +392,17 @@ class GuardAnalysis(GuardTests):
         others = [arm for arm in arms if self.other_device(arm.test)]
         if not others or not self._infers("dispatch"):
             return
+        # Where the chain names no accelerator but Apple's (`if cuda: "cuda" elif mps: "mps"
+        # else: "cpu"`, `if mps: ... elif cpu: ... else: torch.cuda...`), every other one, XPU
+        # and NPU among them, takes the CPU's path or CUDA's: a check that picks the CPU
+        # otherwise is a choice of device there, and the `else` is not CUDA's alone.
+        accelerators = [
+            arm for arm in others if self.other_device(arm.test, cpu=False, apple=False)
+        ]
         for arm in arms:
-            self.tests.setdefault(arm.test, Test()).role = DISPATCH
+            if accelerators or not self._picks_cpu_otherwise(arm):
+                self.tests.setdefault(arm.test, Test()).role = DISPATCH
         last = arms[-1].orelse
-        accelerators = [arm for arm in others if self.other_device(arm.test, cpu=False)]
         if (
             isinstance(last, cst.Else)
             and accelerators
@@ -543,10 +558,11 @@ class GuardAnalysis(GuardTests):
         self, body: cst.CSTNode, orelse: cst.CSTNode | None, shown: cst.CSTNode, test: cst.CSTNode
     ) -> None:
         """Of two arms of a torch-version test, the one that uses CUDA where the other does not
-        is the fallback for the other torch."""
+        is the fallback for the other torch (what the arms name, not what they bind: both may
+        bind `torch_cuda_amp_custom_fwd`)."""
         if orelse is None:
             return
-        uses = {arm: "cuda" in words_in(arm) for arm in (body, orelse)}
+        uses = {arm: "cuda" in words_in(arm, targets=False) for arm in (body, orelse)}
         for arm, cuda in uses.items():
             if cuda and not any(other for a, other in uses.items() if a is not arm):
                 why = "the arm for another torch release of `{code}`"
@@ -746,6 +762,13 @@ class GuardAnalysis(GuardTests):
                 return f"{assigned} (`{dotted}`)"
         if requires_cuda(dotted):
             return "the test requires CUDA"
+        if isinstance(marker, cst.Call) and any(
+            arg.keyword is not None
+            and arg.keyword.value in DEVICE_TYPE_KEYWORDS
+            and _names_only_cuda(arg.value)
+            for arg in marker.args
+        ):
+            return "the test is made for CUDA's device type only"
         return None
 
     def _mark_test_module(
@@ -1198,6 +1221,17 @@ class GuardAnalysis(GuardTests):
             why = "a choice of kernel by the tensor's device, with another path: `{code}`"
             return Silence("checks", why, test, quoted=test)
         return None
+
+
+def _names_only_cuda(value: cst.BaseExpression) -> bool:
+    """``"cuda"``, ``DeviceType.CUDA`` or a tuple or list of such: CUDA's device types only."""
+    if isinstance(value, (cst.Tuple, cst.List, cst.Set)):
+        return bool(value.elements) and all(_names_only_cuda(e.value) for e in value.elements)
+    if isinstance(value, cst.SimpleString):
+        text = value.evaluated_value
+        return isinstance(text, str) and text.lower() in CUDA_DEVICE_TYPES
+    name = dotted_name(value)
+    return name is not None and name.rpartition(".")[2].lower() in CUDA_DEVICE_TYPES
 
 
 def _maps_location(argument: cst.Arg) -> bool:

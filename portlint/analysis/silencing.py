@@ -15,12 +15,16 @@ from collections.abc import Mapping
 import libcst as cst
 
 from portlint.analysis.guards import GuardAnalysis, Silence
+from portlint.analysis.messages import only_reported
 from portlint.rule import Report
 
 # The CUDA-only API family: what makes the code a guard confines CUDA-only.
 CUDA_API_PREFIX = "PORT4"
 DEVICE_STRING = "PORT101"
 DEVICE_RULES = "PORT1"  # a device picked by name: a string, `.cuda()`
+# The rules of CUDA's questions about its devices (not of its memory: a memory figure that reads
+# 0 on another accelerator misleads whoever reads it).
+QUERIES = frozenset({"PORT401", "PORT409"})
 
 
 def silence(
@@ -56,6 +60,11 @@ def silence(
         # (A check is a query of CUDA's API; a device string or `.cuda()` is never one.)
         is_check = report.code in guardable and report.code.startswith(CUDA_API_PREFIX)
         reason = guards.check(report.node, cuda_tests, device_picks) if is_check else None
+        if reason is None and report.code in QUERIES and "checks" in guards.inferences:
+            message = only_reported(report.node, guards.parents)
+            if message is not None:
+                why = "its answer only goes into a message, shown and not acted on: `{code}`"
+                reason = Silence("checks", why, message, quoted=message)
         if reason is None:
             standing.append(report)
         else:

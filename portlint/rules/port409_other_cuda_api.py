@@ -12,7 +12,9 @@ class OtherCudaApi(CudaApiRule):
     `torch.cuda.is_current_stream_capturing()`, the module itself as a value, ...) and every
     `x.is_cuda` that is read rather than called. With PORT401-PORT408 and PORT102 (`.cuda()`) it
     reports all that DeepSpeed's `check-torchcuda.py` bans, but only in code. Silent inside
-    CUDA-only platform guards and in `cuda-only-paths`.
+    CUDA-only platform guards and in `cuda-only-paths`. Not `torch.cuda._memory_viz`'s
+    renderers of a memory snapshot (`trace_plot`, `segment_plot`, ...): they are Python that runs
+    nothing on a device (taking the snapshot is the finding).
 
     ## Why is this bad?
     Everything under `torch.cuda` exists for CUDA only. Most of it has a counterpart on the
