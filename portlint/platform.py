@@ -32,13 +32,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from portlint.facts import (
-    APPLE_DEVICES,
-    CUDA_ARCHITECTURE,
-    CUDA_DEVICE_TYPES,
-    CUDA_WORDS,
-    OTHER_DEVICES,
-)
+from portlint.facts import CUDA_ARCHITECTURE, CUDA_DEVICE_TYPES, CUDA_WORDS, OTHER_DEVICES
 
 INFERENCES = (
     "imports", "names", "tests", "dispatch", "checks", "fallbacks", "waivers", "callers",
@@ -103,11 +97,9 @@ def string_says_cuda(value: str) -> bool:
     return bool(_CONSTANT.fullmatch(value)) and names_cuda(value) and not names_other_device(value)
 
 
-def names_other_device(name: str, apple: bool = True) -> bool:
-    """Whether ``name`` names a device other than CUDA and ROCm (``is_xpu``, ``NPUGraphRunner``;
-    without ``apple``, other than Apple's too)."""
-    devices = OTHER_DEVICES if apple else OTHER_DEVICES - APPLE_DEVICES
-    return any(word in devices for word in words(name))
+def names_other_device(name: str) -> bool:
+    """Whether ``name`` names a device other than CUDA and ROCm (``is_xpu``, ``NPUGraphRunner``)."""
+    return any(word in OTHER_DEVICES for word in words(name))
 
 
 def is_predicate(name: str) -> bool:

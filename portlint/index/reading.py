@@ -147,25 +147,24 @@ def _is_cuda_string(node: ast.AST) -> bool:
     )
 
 
-def asks_other_device(test: ast.AST, apple: bool = True) -> bool:
-    """Whether ``test`` asks about a device other than CUDA (``is_xpu()``, ``x.type == "npu"``;
-    without ``apple``, other than Apple's too)."""
+def asks_other_device(test: ast.AST) -> bool:
+    """Whether ``test`` asks about a device other than CUDA (``is_xpu()``, ``x.type == "npu"``)."""
     if isinstance(test, ast.UnaryOp):
         return False
     if isinstance(test, ast.BoolOp):
-        return all(asks_other_device(value, apple) for value in test.values)
+        return all(asks_other_device(value) for value in test.values)
     if isinstance(test, ast.Compare):
         return any(
             isinstance(side, ast.Constant)
             and isinstance(side.value, str)
-            and names_other_device(side.value, apple)
+            and names_other_device(side.value)
             for side in (test.left, *test.comparators)
         )
     if isinstance(test, ast.Call):
         test = test.func
     name = dotted(test)
     last = name.rsplit(".", 1)[-1] if name else ""
-    return bool(last) and is_predicate(last) and names_other_device(last, apple)
+    return bool(last) and is_predicate(last) and names_other_device(last)
 
 
 # What confines code to CUDA: the span of a test (line, column, end line, end column), True (a
@@ -526,8 +525,6 @@ class _Reader(ast.NodeVisitor):
             self._test_region(node.test.operand, node.orelse, node.body)
         self._block(node.body, said is True and _span(node.test))
         chain_other = asks_other_device(node.test)
-        # (Not Apple's alone: `if mps: ... else: torch.cuda...` sends XPU to CUDA.)
-        accelerator = asks_other_device(node.test, apple=False)
         orelse = node.orelse
         # The `else` of a dispatch over other devices (`if is_xpu(): ... elif is_npu(): ... else:`)
         while len(orelse) == 1 and isinstance(orelse[0], ast.If):
@@ -535,11 +532,10 @@ class _Reader(ast.NodeVisitor):
             self.visit(branch.test)
             self._test_region(branch.test, branch.body, branch.orelse)
             chain_other = chain_other and asks_other_device(branch.test)
-            accelerator = accelerator or asks_other_device(branch.test, apple=False)
             said_here = says_cuda(branch.test, self.predicates)
             self._block(branch.body, said_here is True and _span(branch.test))
             orelse = branch.orelse
-        dispatch = chain_other and accelerator and bool(orelse)
+        dispatch = chain_other and bool(orelse)
         self._block(orelse, (said is False and _span(node.test)) or dispatch)
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
