@@ -95,6 +95,7 @@ CUDA_ONLY_LIBRARIES: dict[str, str] = {
     "numba.cuda": "Numba CUDA", "triton.language.extra.cuda": "Triton's CUDA extras",
     "smdistributed": "SageMaker distributed (model and data parallel)",
     "nvdiffrast": "nvdiffrast", "tinycudann": "tiny-cuda-nn", "kvikio": "KvikIO (GPUDirect Storage)",
+    "bitblas": "BitBLAS", "marlin": "Marlin (IST-DASLab's kernels)",
     # AMD
     "aiter": "AITER", "flydsl": "FlyDSL", "wave_lang": "Wave", "amdsmi": "AMD SMI",
     "pyrsmi": "ROCm SMI", "hip.hip": "hip-python", "triton.language.extra.hip": "Triton's HIP extras",

@@ -176,15 +176,21 @@ def module_platform_from(
 def _parts_below(path: str, root: str) -> list[str]:
     """The folders and file name (without suffix) of ``path`` below ``root``: a user's own folder
     names (`/home/amd/...`) say nothing of the code."""
-    pure = PurePath(path)
-    try:
-        relative = pure.relative_to(root) if pure.is_absolute() else pure
-    except ValueError:
-        relative = PurePath(pure.name)
-    parts = list(relative.parts)
+    if os.path.isabs(path):
+        pure = PurePath(path)
+        try:
+            parts = list(pure.relative_to(root).parts)
+        except ValueError:
+            parts = [pure.name]
+    else:  # (most paths: as the run found them below the folder it was given; no PurePath)
+        parts = (
+            path.split(os.sep)
+            if os.altsep is None
+            else path.replace(os.altsep, os.sep).split(os.sep)
+        )
     if parts:
-        parts[-1] = PurePath(parts[-1]).stem
-    return [p for p in parts if p not in ("..", ".")]
+        parts[-1] = os.path.splitext(parts[-1])[0]
+    return [p for p in parts if p not in ("..", ".", "")]
 
 
 def foreign_libraries(path: str, root: str, libraries: Iterable[str]) -> tuple[str, ...]:

@@ -29,12 +29,15 @@ HELD_OUT = (
     "nemo-toolkit==2.4.0", "ultralytics==8.3.200", "litgpt==0.5.10", "ms-swift==3.8.0",
     "kornia==0.8.1", "sentence-transformers==5.1.0", "torchmetrics==1.8.2", "axolotl==0.19.0",
     "lightning-thunder==0.2.6", "torchrl==0.14.1", "speechbrain==1.1.2", "llamafactory==0.9.5",
-    "llmcompressor==0.14.0.1", "mosaicml==0.32.1", "torch-geometric==2.8.1",
+    "llmcompressor==0.14.0.1", "mosaicml==0.32.1", "torch-geometric==2.8.1", "gptqmodel==7.7.0",
+    "hqq==0.2.8.post1", "mmdet==3.3.0", "lm-eval==0.4.13", "opacus==1.6.0", "optimum==2.3.0",
+    "xtuner==0.2.0", "open-clip-torch==3.3.0", "pyannote-audio==4.0.7",
 )  # fmt: skip
 # Releases whose package is not named as the distribution is (`megatron-core` installs `megatron`).
 PACKAGES = {
     "megatron-core": "megatron", "nemo-toolkit": "nemo", "ms-swift": "swift",
-    "lightning-thunder": "thunder", "mosaicml": "composer",
+    "lightning-thunder": "thunder", "mosaicml": "composer", "lm-eval": "lm_eval",
+    "open-clip-torch": "open_clip", "pyannote-audio": "pyannote",
 }  # fmt: skip
 PLATFORMS = ["manylinux2014_x86_64", *(f"manylinux_2_{n}_x86_64" for n in range(17, 41))]
 

@@ -104,9 +104,14 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
                 return
 
     def _in_annotation(self, node: cst.CSTNode) -> bool:
+        """In an annotation, or in a type built for one (``IndexType = Union[int,
+        torch.cuda.LongTensor]``): a class named there runs nothing on a device."""
         current = self.get_metadata(ParentProvider, node, None)
         while current is not None and not isinstance(current, cst.BaseStatement):
-            if isinstance(current, cst.Annotation):
+            if isinstance(current, cst.Annotation) or (
+                isinstance(current, cst.Subscript)
+                and bool(qualified_names(self, current.value) & TYPE_CONSTRUCTORS)
+            ):
                 return True
             current = self.get_metadata(ParentProvider, current, None)
         return False
@@ -162,6 +167,14 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
             if api is not None:
                 return None if suggestion(qualified) in bound else (api, qualified)
         return None
+
+
+# The typing constructs whose subscripts are types (`Union[int, torch.cuda.LongTensor]`).
+TYPE_CONSTRUCTORS = frozenset(
+    f"{module}.{name}"
+    for module in ("typing", "typing_extensions")
+    for name in ("Union", "Optional", "Type", "Sequence", "List", "Tuple", "Dict", "Callable")
+)
 
 
 def _as_keyword(arg: cst.Arg, name: str) -> cst.Arg:

@@ -248,7 +248,13 @@ class GuardTests(cst.BatchableCSTVisitor):
         if values:
             if not all(string_says_cuda(v) for v in values):
                 return 0
-        elif not any(self._names_cuda_constant(side) for side in (test.left, target.comparator)):
+        elif not any(
+            self._names_cuda_constant(side) for side in (test.left, target.comparator)
+        ) and not (  # `family in (DEVICE.CUDA, DEVICE.ROCM)`
+            isinstance(target.comparator, (cst.Tuple, cst.List, cst.Set))
+            and target.comparator.elements
+            and all(self._names_cuda_constant(e.value) for e in target.comparator.elements)
+        ):
             return 0
         return 1 if positive else -1 if negative else 0
 

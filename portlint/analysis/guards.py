@@ -697,7 +697,8 @@ class GuardAnalysis(GuardTests):
 
     def _declared_devices(self, node: cst.ClassDef) -> None:
         """A class that declares the devices it supports, CUDA's only (``SUPPORTED_DEVICES =
-        {"cuda"}``), for a dispatcher that reads the declaration: its code runs only there."""
+        {"cuda"}``, ``SUPPORTS_DEVICES = [DEVICE.CUDA, DEVICE.ROCM]``), for a dispatcher that
+        reads the declaration: its code runs only there."""
         if not self._infers("dispatch"):
             return
         for statement in node.body.body:
@@ -712,10 +713,7 @@ class GuardAnalysis(GuardTests):
                 said = set(words(name))
                 if not ({"device", "devices"} & said and {"supported", "supports"} & said):
                     continue  # (`devices = ["cuda"]` may be a default, not a declaration)
-                if not isinstance(value, (cst.Set, cst.List, cst.Tuple)):
-                    continue
-                values = string_values(value)
-                if values and all(v.lower() in CUDA_DEVICE_TYPES for v in values):
+                if isinstance(value, (cst.Set, cst.List, cst.Tuple)) and _names_only_cuda(value):
                     why = f"the class declares CUDA as the only device it supports: `{name} = {{code}}`"
                     self._mark(node.body, Silence("dispatch", why, statement, quoted=value))
                     return

@@ -280,17 +280,30 @@ class Project:
             )
             if own is not None:
                 self.confined_modules[self.module_of[path]] = own.why
-        changed = True
-        while changed:
-            changed = False
-            for key, sites in self.sites.items():
-                if key not in self.confined_units and all(map(self._confined, sites)):
-                    self.confined_units[key] = sites
-                    changed = True
-            for module, sites in self.importers.items():
-                if module not in self.confined_modules and all(map(self._confined, sites)):
-                    self.confined_modules[module] = sites
-                    changed = True
+
+        # A worklist: a function or class (a key of `sites`) or a module (of `importers`) is
+        # asked again only once something its uses depend on is confined: their module, or a
+        # function or class they are in.
+        def sites_of(target: tuple[str, str] | str) -> list[Site]:
+            return self.importers[target] if isinstance(target, str) else self.sites[target]
+
+        pending: deque[tuple[str, str] | str] = deque([*self.sites, *self.importers])
+        dependents: dict[tuple[str, str] | str, list[tuple[str, str] | str]] = defaultdict(list)
+        for target in pending:
+            for site in sites_of(target):
+                if not site.guarded:
+                    module = self.module_of[site.path]
+                    dependents[module].append(target)
+                    for unit in _enclosing(site.unit):
+                        dependents[module, unit].append(target)
+        while pending:
+            target = pending.popleft()
+            done: dict[Any, Any] = (
+                self.confined_modules if isinstance(target, str) else self.confined_units
+            )
+            if target not in done and all(map(self._confined, sites_of(target))):
+                done[target] = sites_of(target)
+                pending.extend(dependents.get(target, ()))
 
     def _confined(self, site: Site) -> bool:
         """Whether a use runs only on CUDA: by itself, by its module or by its function."""

@@ -14,7 +14,8 @@ class OtherCudaApi(CudaApiRule):
     reports all that DeepSpeed's `check-torchcuda.py` bans, but only in code. Silent inside
     CUDA-only platform guards and in `cuda-only-paths`. Not `torch.cuda._memory_viz`'s
     renderers of a memory snapshot (`trace_plot`, `segment_plot`, ...): they are Python that runs
-    nothing on a device (taking the snapshot is the finding).
+    nothing on a device (taking the snapshot is the finding); nor a class named in an annotation
+    or in a type built for one (`IndexType = Union[int, torch.cuda.LongTensor]`).
 
     ## Why is this bad?
     Everything under `torch.cuda` exists for CUDA only. Most of it has a counterpart on the
