@@ -31,13 +31,16 @@ HELD_OUT = (
     "lightning-thunder==0.2.6", "torchrl==0.14.1", "speechbrain==1.1.2", "llamafactory==0.9.5",
     "llmcompressor==0.14.0.1", "mosaicml==0.32.1", "torch-geometric==2.8.1", "gptqmodel==7.7.0",
     "hqq==0.2.8.post1", "mmdet==3.3.0", "lm-eval==0.4.13", "opacus==1.6.0", "optimum==2.3.0",
-    "xtuner==0.2.0", "open-clip-torch==3.3.0", "pyannote-audio==4.0.7",
+    "xtuner==0.2.0", "open-clip-torch==3.3.0", "pyannote-audio==4.0.7", "auto-round==0.16.1",
+    "transformer-lens==4.3.0", "compressed-tensors==0.20.1", "pytorch-metric-learning==2.9.0",
+    "skorch==1.4.0", "flagembedding==1.4.2", "deepspeed-mii==0.3.3",
 )  # fmt: skip
 # Releases whose package is not named as the distribution is (`megatron-core` installs `megatron`).
 PACKAGES = {
     "megatron-core": "megatron", "nemo-toolkit": "nemo", "ms-swift": "swift",
     "lightning-thunder": "thunder", "mosaicml": "composer", "lm-eval": "lm_eval",
-    "open-clip-torch": "open_clip", "pyannote-audio": "pyannote",
+    "open-clip-torch": "open_clip", "pyannote-audio": "pyannote", "flagembedding": "FlagEmbedding",
+    "deepspeed-mii": "mii",
 }  # fmt: skip
 PLATFORMS = ["manylinux2014_x86_64", *(f"manylinux_2_{n}_x86_64" for n in range(17, 41))]
 

@@ -414,12 +414,14 @@ class GuardAnalysis(GuardTests):
 
     def _dispatch_siblings(self, body: Sequence[cst.CSTNode]) -> None:
         """Sibling ``if`` statements, one per device (``if torch.cuda.is_available(): ...`` then
-        ``if is_torch_npu_available(): ...``): the CUDA one is a dispatch too."""
+        ``if is_torch_npu_available(): ...``, or ``if x.device.type != "cpu": ...``): the CUDA
+        one is a dispatch too. (Not beside Apple's alone: `if cuda: return "cuda"`, `if mps:
+        return "mps"`, then `return "cpu"` sends XPU to the CPU, as in `_dispatch_chain`.)"""
         ifs = [s for s in body if isinstance(s, cst.If)]
         if (
             len(ifs) > 1
             and self._infers("dispatch")
-            and any(self.other_device(s.test) for s in ifs)
+            and any(self.other_device(s.test, apple=False) for s in ifs)
         ):
             for statement in ifs:
                 if self.polarity(statement.test):
