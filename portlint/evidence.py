@@ -67,15 +67,18 @@ CUDA_REFERENCE = Evidence(
     words=("cuda",),
 )
 # `"cuda"`, `"cuda:0"` or `f"cuda:{i}"` given to a call: positionally (first, or after a starred
-# argument), or as `device=`/`type=`/`device_type=`; or the default of a parameter named for a
-# device (`device: str = "cuda"`); parentheses, line breaks and comments may come between.
+# argument), or as `device=`/`type=`/`device_type=`/`map_location=`; or the default of a
+# parameter named for a device (`device: str = "cuda"`); parentheses, line breaks and comments
+# may come between.
 _CUDA_STRING = r"(?:[\s\\(]|#[^\r\n]*[\r\n])*[rRuUfF]{0,2}['\"]+cuda(?!\w)"
 CUDA_DEVICE_ARGUMENT = Evidence(
     tuple(
         before + _CUDA_STRING
         # (Not from a parenthesis after another: the first of a run matches where a later one
         # does, and searching from each of a long run would take time quadratic in its length.)
-        for before in (r"(?<!\()\(", ",", r"device\w*\s*(?::[^=\r\n]*)?=", r"type\s*=")
+        for before in (
+            r"(?<!\()\(", ",", r"device\w*\s*(?::[^=\r\n]*)?=", r"type\s*=", r"map_location\s*="
+        )
     )
 )
 # `x.new_empty(...)` and the other `new_*` methods.

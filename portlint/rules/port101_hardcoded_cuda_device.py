@@ -43,8 +43,8 @@ class HardcodedCudaDevice(Rule):
 
     ## What it does
     Reports a device written as the string `"cuda"` (or `"cuda:N"`, or `f"cuda:{i}"`):
-    `torch.device("cuda")`, `torch.device("cuda", i)`, `device="cuda"` passed to any call, and
-    `.to("cuda")`.
+    `torch.device("cuda")`, `torch.device("cuda", i)`, `device="cuda"` passed to any call,
+    `.to("cuda")`, and `map_location="cuda"` (a checkpoint restored onto CUDA by name).
     Silent inside CUDA-only platform guards (`if torch.cuda.is_available():`,
     `if not current_platform.is_cuda(): return`, ...) and in `cuda-only-paths`, and where the
     device is data for a test double: given to `Mock(...)`/`patch(...)` or as a mock's
@@ -264,6 +264,7 @@ class HardcodedCudaDevice(Rule):
         Invalid("import torch\ny = torch.zeros(3, device='cuda')\n", 2, 27),
         Invalid("y = make(device=f'cuda:{rank}')\n", 1, 17),
         Invalid("y = x.to('cuda')\n", 1, 10),
+        Invalid("import torch\ns = torch.load(f, map_location='cuda')\n", 2, 32),
         Invalid("y = x.to('cuda:1', non_blocking=True)\n", 1, 10),
         # The device type given by name, and a device parameter that defaults to CUDA (latent).
         Invalid("import torch\nwith torch.autocast('cuda'):\n    pass\n", 2, 21),
@@ -447,9 +448,10 @@ class HardcodedCudaDevice(Rule):
             if device_type_arg and is_cuda_device_literal(device_type_arg.value):
                 self._device_call(node, device_type_arg, quiet)
             return
-        device = keyword(node, "device")
-        if device and is_cuda_device_literal(device.value):
-            self._device_string(device.value, "`device=`", quiet)
+        for name in ("device", "map_location"):
+            device = keyword(node, name)
+            if device and is_cuda_device_literal(device.value):
+                self._device_string(device.value, f"`{name}=`", quiet)
         if method_name(node) == "to":
             target = positional(node, 0)
             if target and is_cuda_device_literal(target.value):
