@@ -77,7 +77,11 @@ CUDA_DEVICE_ARGUMENT = Evidence(
         # (Not from a parenthesis after another: the first of a run matches where a later one
         # does, and searching from each of a long run would take time quadratic in its length.)
         for before in (
-            r"(?<!\()\(", ",", r"device\w*\s*(?::[^=\r\n]*)?=", r"type\s*=", r"map_location\s*="
+            r"(?<!\()\(",
+            ",",
+            r"device\w*\s*(?::[^=\r\n]*)?=",
+            r"type\s*=",
+            r"map_location\s*=",
         )
     )
 )
