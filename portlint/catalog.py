@@ -112,9 +112,9 @@ CATALOG: dict[str, Entry] = {
     'PORT405': Entry(
         module='port405_cuda_amp_api',
         name='cuda-amp-api',
-        triggers=('torch.cuda', 'import cuda', '.cuda.', '.is_cuda', 'nccl', 'NCCL'),
+        triggers=('torch.cuda', 'import cuda', '.cuda.', '.is_cuda', 'nccl', 'NCCL', 'GradScaler'),
         guardable=True,
-        evidence=(evidence.CUDA_REFERENCE,),
+        evidence=(evidence.CUDA_REFERENCE_OR_SCALER,),
         at_launches=False,
         reads_class=True,
     ),

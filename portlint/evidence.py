@@ -66,6 +66,12 @@ CUDA_REFERENCE = Evidence(
     ),
     words=("cuda",),
 )
+# That, or a gradient scaler made (`torch.amp.GradScaler(...)`, FSDP's `ShardedGradScaler(...)`),
+# or imported under another name: what PORT405 reports.
+CUDA_REFERENCE_OR_SCALER = Evidence(
+    (*CUDA_REFERENCE.patterns, r"GradScaler[\s\\)]*\("),
+    words=(*CUDA_REFERENCE.words, "GradScaler"),
+)
 # `"cuda"`, `"cuda:0"` or `f"cuda:{i}"` given to a call: positionally (first, or after a starred
 # argument), or as `device=`/`type=`/`device_type=`/`map_location=`; or the default of a
 # parameter named for a device (`device: str = "cuda"`); parentheses, line breaks and comments

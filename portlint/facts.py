@@ -104,6 +104,22 @@ CUDA_ONLY_LIBRARIES: dict[str, str] = {
     "flash_attn": "FlashAttention", "mscclpp": "MSCCL++", "megatron": "Megatron-LM / Megatron Core",
 }  # fmt: skip
 
+# torch's gradient scalers whose device defaults to "cuda": made with no device, off CUDA one warns
+# that CUDA is not available and disables itself, and float16 gradients go unscaled.
+CUDA_DEFAULT_SCALERS = frozenset({
+    "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.GradScaler",
+    "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
+})  # fmt: skip
+
+# torch's builders of a C++/CUDA extension at run time, which compile what they are given and
+# import the result: given CUDA sources (`.cu` files, `cuda_sources=`, `with_cuda=True`) they need
+# nvcc or hipcc, and what they build runs only on NVIDIA or AMD GPUs.
+EXTENSION_BUILDERS = frozenset(
+    {"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"}
+)
+CUDA_SOURCE_SUFFIXES = (".cu", ".cuh")
+CUDA_SOURCE_KEYWORDS = frozenset({"cuda_sources", "cuda_files"})  # (`load_inline`, `load_jit`)
+
 # Words that name CUDA, ROCm, their libraries or their GPUs, in a module, folder, class, function
 # or variable name (`forward_cuda`, `CudaPlatform`, `nvidia/`, `fmha_sm100.py`, `_is_hip`); a name
 # that joins two words counts (`deepgemm`). Not `cuda` followed by `graph`: a CUDA graph is how

@@ -8,7 +8,8 @@ is in :mod:`portlint.facts`.
 Each inference has a kind, which the configuration can switch off (``platform-inferences``) and
 ``--show-silenced`` names:
 
-- ``imports``: the module imports a library that exists only for NVIDIA or AMD GPUs;
+- ``imports``: the module imports a library that exists only for NVIDIA or AMD GPUs, or builds
+  its own CUDA extension (from ``.cu`` sources) as it is imported;
 - ``names``: a module, folder, class or function named for CUDA or ROCm;
 - ``tests``: a test skipped unless CUDA (a skip marker, a ``require_cuda``-like decorator);
 - ``dispatch``: a dispatch over devices (``if is_xpu(): ... else:``, a table keyed by device type);
@@ -32,7 +33,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from portlint.facts import CUDA_ARCHITECTURE, CUDA_DEVICE_TYPES, CUDA_WORDS, OTHER_DEVICES
+from portlint.facts import (
+    CUDA_ARCHITECTURE,
+    CUDA_DEVICE_TYPES,
+    CUDA_SOURCE_KEYWORDS,
+    CUDA_SOURCE_SUFFIXES,
+    CUDA_WORDS,
+    EXTENSION_BUILDERS,
+    OTHER_DEVICES,
+)
 
 INFERENCES = (
     "imports", "names", "tests", "dispatch", "checks", "fallbacks", "waivers", "callers",
@@ -142,21 +151,27 @@ def module_platform(
     inferences: frozenset[str],
 ) -> ModulePlatform | None:
     """Whether the module at ``path`` (relative to ``root``, the project's folder) runs only on
-    CUDA: it imports one of ``libraries`` unconditionally at its top level (``imports``), or its
-    file or a folder below the project's root is named for CUDA or ROCm (``names``)."""
-    imports = top_level_imports(tree) if tree is not None else ()
-    return module_platform_from(path, root, imports, libraries, inferences)
+    CUDA: it imports one of ``libraries`` unconditionally at its top level or builds its own CUDA
+    extension as it is imported (:func:`extension_build`) (``imports``), or its file or a folder
+    below the project's root is named for CUDA or ROCm (``names``)."""
+    if tree is None:
+        return module_platform_from(path, root, (), 0, libraries, inferences)
+    extension = extension_build(tree) if "imports" in inferences else 0
+    imports = top_level_imports(tree)
+    return module_platform_from(path, root, imports, extension, libraries, inferences)
 
 
 def module_platform_from(
     path: str,
     root: str,
     imports: Iterable[Sequence],
+    extension: int,
     libraries: Iterable[str],
     inferences: frozenset[str],
 ) -> ModulePlatform | None:
     """:func:`module_platform`, from the module's top-level imports as :func:`top_level_imports`
-    gives them (name, line): the project index keeps them, not the tree."""
+    gives them (name, line) and the line of its :func:`extension_build`: the project index keeps
+    them, not the tree."""
     if "imports" in inferences:
         found = first_import_of(imports, tuple(libraries))
         if found:
@@ -166,6 +181,8 @@ def module_platform_from(
                 f"the module imports `{module}`, which exists only for NVIDIA or AMD GPUs",
                 line,
             )
+        if extension:
+            return ModulePlatform("imports", f"the module {BUILDS_EXTENSION}", extension)
     if "names" in inferences:
         for part in _parts_below(path, root):
             if names_cuda(part):
@@ -250,6 +267,142 @@ def _suppresses(manager: ast.expr) -> bool:
     return (
         callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
     ) == "suppress"
+
+
+BUILDS_EXTENSION = "cannot be imported without building a CUDA extension from `.cu` sources"
+
+
+def extension_build(tree: ast.Module) -> int:
+    """The line where the module, as it is imported, builds and loads a CUDA extension of its own
+    (0: it does not): a call of one of :data:`EXTENSION_BUILDERS` in its top-level code (under
+    an ``if``, a ``with`` or a loop too; not in a function or class, not in a ``try`` with a
+    handler that lets the failure pass, not under a test that names CUDA) given CUDA sources:
+    ``cuda_sources=`` (``cuda_files=``), ``with_cuda=True``, or a ``.cu`` file named in that
+    code. The call is a statement's own value (``ext = load(...)``). exllamav2's ``ext.py`` does
+    (``if build_jit: exllamav2_ext = load(..., sources=[..."cuda/q_gemm.cu"])``); a builder in
+    a function, called when an op is first needed, does not."""
+    bindings = _import_bindings(tree)
+    if not any(qualified.startswith("torch") for qualified in bindings.values()):
+        return 0  # (nearly every module: no torch, so no builder)
+    builds: list[ast.Call] = []
+    reached: list[ast.stmt] = []  # the simple statements the import runs
+    pending: list[ast.stmt] = list(reversed(tree.body))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.Try, *TRY_STAR)):
+            handlers: list[ast.ExceptHandler] = getattr(node, "handlers", [])
+            tolerated = not all(_reraises(handler) for handler in handlers)
+            kept = ("orelse", "finalbody") if tolerated else ("body", "orelse", "finalbody")
+            blocks = [getattr(node, field) for field in kept] + [h.body for h in handlers]
+        elif isinstance(node, ast.If):
+            blocks = [] if _names_cuda_in(node.test) else [node.body, node.orelse]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            suppressed = any(_suppresses(item.context_expr) for item in node.items)
+            blocks = [] if suppressed else [node.body]
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            blocks = [node.body, node.orelse]
+        else:
+            reached.append(node)
+            value = getattr(node, "value", None)  # (`ext = load(...)`, `load(...)`)
+            if isinstance(value, ast.Call) and _resolved(value.func, bindings) in (
+                EXTENSION_BUILDERS
+            ):
+                builds.append(value)
+            continue
+        for block in reversed(blocks):
+            pending.extend(reversed(block))
+    if not builds:
+        return 0  # (nearly every module with torch: the strings are not read)
+    names_sources = any(_names_cuda_source(n) for node in reached for n in ast.walk(node))
+    for call in builds:
+        if names_sources or _given_cuda(call):
+            return call.lineno
+    return 0
+
+
+def _import_bindings(tree: ast.Module) -> dict[str, str]:
+    """What the names that the module's own imports bind stand for (``import torch.utils`` binds
+    ``torch``; ``from torch.utils import cpp_extension as ce`` binds ``ce``, for
+    ``torch.utils.cpp_extension``), outside functions and classes."""
+    found: dict[str, str] = {}
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:  # (statements only: an import is never inside an expression)
+        node = pending.pop()
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.partition(".")[0]
+                found[local] = alias.name if alias.asname else local
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0 and node.module:
+                for alias in node.names:
+                    found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for field in ("body", "orelse", "finalbody"):
+                pending.extend(getattr(node, field, ()))
+            for handler in getattr(node, "handlers", ()):
+                pending.extend(handler.body)
+    return found
+
+
+def _resolved(node: ast.expr, bindings: dict[str, str]) -> str | None:
+    name = dotted(node)
+    if name is None:
+        return None
+    head, dot, rest = name.partition(".")
+    return bindings[head] + dot + rest if head in bindings else None
+
+
+def _reraises(handler: ast.ExceptHandler) -> bool:
+    """Whether an ``except`` clause ends by raising: the failure is not let pass."""
+    return bool(handler.body) and isinstance(handler.body[-1], ast.Raise)
+
+
+def _names_cuda_in(test: ast.expr) -> bool:
+    """Whether a test names CUDA (``torch.cuda.is_available()``, ``CUDA_HOME is not None``)."""
+    return any(
+        (isinstance(node, ast.Name) and names_cuda(node.id))
+        or (isinstance(node, ast.Attribute) and names_cuda(node.attr))
+        for node in ast.walk(test)
+    )
+
+
+def _names_cuda_source(node: ast.AST) -> bool:
+    """A string (an f-string's last part too) that ends in a CUDA source's suffix."""
+    if isinstance(node, ast.JoinedStr) and node.values:
+        node = node.values[-1]
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.endswith(CUDA_SOURCE_SUFFIXES)
+    )
+
+
+def _given_cuda(call: ast.Call) -> bool:
+    """``cuda_sources=`` (not ``None`` or empty) or ``with_cuda=True`` among a builder's
+    arguments (:func:`portlint.analysis.guard_tests.compiles_cuda` asks the same of a call)."""
+    for keyword in call.keywords:
+        value = keyword.value
+        empty = isinstance(value, ast.Constant) and not value.value
+        empty = empty or (isinstance(value, (ast.List, ast.Tuple)) and not value.elts)
+        if keyword.arg in CUDA_SOURCE_KEYWORDS and not empty:
+            return True
+        if keyword.arg == "with_cuda" and isinstance(value, ast.Constant) and value.value is True:
+            return True
+    return False
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a chain of names and attributes (None for anything else)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def first_import_of(

@@ -33,14 +33,15 @@ HELD_OUT = (
     "hqq==0.2.8.post1", "mmdet==3.3.0", "lm-eval==0.4.13", "opacus==1.6.0", "optimum==2.3.0",
     "xtuner==0.2.0", "open-clip-torch==3.3.0", "pyannote-audio==4.0.7", "auto-round==0.16.1",
     "transformer-lens==4.3.0", "compressed-tensors==0.20.1", "pytorch-metric-learning==2.9.0",
-    "skorch==1.4.0", "flagembedding==1.4.2", "deepspeed-mii==0.3.3",
+    "skorch==1.4.0", "flagembedding==1.4.2", "deepspeed-mii==0.3.3", "unsloth-zoo==2026.10.9",
+    "lerobot==0.4.4", "pytorch-ignite==0.5.5", "lightly==1.6.0",
 )  # fmt: skip
 # Releases whose package is not named as the distribution is (`megatron-core` installs `megatron`).
 PACKAGES = {
     "megatron-core": "megatron", "nemo-toolkit": "nemo", "ms-swift": "swift",
     "lightning-thunder": "thunder", "mosaicml": "composer", "lm-eval": "lm_eval",
     "open-clip-torch": "open_clip", "pyannote-audio": "pyannote", "flagembedding": "FlagEmbedding",
-    "deepspeed-mii": "mii",
+    "deepspeed-mii": "mii", "pytorch-ignite": "ignite",
 }  # fmt: skip
 PLATFORMS = ["manylinux2014_x86_64", *(f"manylinux_2_{n}_x86_64" for n in range(17, 41))]
 
@@ -100,9 +101,9 @@ def fetch(requirement: str, dest: Path) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
+    if not argv or argv[0].startswith("-"):  # (`--help`: the usage, not a folder named so)
         print(__doc__, file=sys.stderr)
-        return 2
+        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
     dest, requirements = Path(argv[0]), argv[1:] or [*AUDIT_SET, *HELD_OUT]
     for requirement in requirements:
         print(fetch(requirement, dest))

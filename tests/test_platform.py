@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from portlint.platform import module_platform, names_cuda, requires_cuda, words
+from portlint.platform import ModulePlatform, module_platform, names_cuda, requires_cuda, words
 from portlint.speed.cut import parse_ast
 from tests.helpers import run_cli, tree
 
@@ -72,6 +72,62 @@ def test_a_module_is_cuda_only_by_its_path_below_the_project_root_or_its_imports
         "with suppress(ImportError):\n    import flashinfer\n",
     ):
         assert verdict("pkg/model.py", optional) is None, optional
+
+
+BUILDER = "from torch.utils.cpp_extension import load\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "line"),
+    [
+        # exllamav2's shape: a flag set when the prebuilt extension is missing, then a build
+        # under it (in a `try` that only cleans up), its sources named in a list before it.
+        (
+            BUILDER + "try:\n    import ext_c\nexcept ModuleNotFoundError:\n    jit = True\n"
+            "if jit:\n    srcs = ['a.cpp', 'cuda/q_gemm.cu']\n    try:\n"
+            "        ext_c = load(name='e', sources=srcs)\n    finally:\n        done()\n",
+            9,
+        ),
+        ("import torch.utils.cpp_extension as ce\n_ext = ce.load('e', [f'{d}/k.cu'])\n", 2),
+        ("import torch\nm = torch.utils.cpp_extension.load_inline('m', '', cuda_sources=[K])\n", 2),
+        (
+            "from torch.utils import cpp_extension\nm = cpp_extension.load('m', S, with_cuda=True)\n",
+            2,
+        ),
+        # A `try` whose every handler raises again lets no failure pass.
+        (
+            BUILDER
+            + "try:\n    m = load('m', ['k.cu'])\nexcept OSError as e:\n    raise Err() from e\n",
+            3,
+        ),
+    ],
+)
+def test_a_module_that_builds_its_own_cuda_extension_as_it_is_imported_is_cuda_only(source, line):
+    found = module_platform("pkg/ext.py", "", parse_ast(source), (), frozenset({"imports"}))
+    assert found == ModulePlatform(
+        "imports",
+        "the module cannot be imported without building a CUDA extension from `.cu` sources",
+        line,
+    )
+    assert module_platform("pkg/ext.py", "", parse_ast(source), (), frozenset({"names"})) is None
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        BUILDER + "def build():\n    return load('m', ['k.cu'])\n",  # built when first needed
+        BUILDER + "class Ops:\n    ext = load('m', ['k.cu'])\n",
+        BUILDER + "if torch.cuda.is_available():\n    m = load('m', ['k.cu'])\n",
+        BUILDER + "if CUDA_HOME is None:\n    m = None\nelse:\n    m = load('m', ['k.cu'])\n",
+        BUILDER + "try:\n    m = load('m', ['k.cu'])\nexcept Exception:\n    m = None\n",
+        BUILDER + "with suppress(Exception):\n    m = load('m', ['k.cu'])\n",
+        BUILDER + "m = load('m', ['ops.cpp'])\n",  # C++ only: builds on any machine
+        BUILDER + "m = load_inline('m', cpp_sources=[S], cuda_sources=None)\n",
+        "from mylib import load\nm = load('m', ['k.cu'])\n",  # not torch's builder
+    ],
+)
+def test_a_build_that_may_not_run_or_builds_no_cuda_does_not_make_the_module_cuda_only(source):
+    assert module_platform("pkg/ext.py", "", parse_ast(source), (), frozenset({"imports"})) is None
 
 
 def _write(root: Path, config: str = "") -> None:

@@ -192,6 +192,33 @@ def test_a_module_that_imports_a_module_needing_a_cuda_only_library_needs_it_too
     assert why["trt/sub/deep.py"]["why"] == "its package `pkg.trt.sub` " + needs.format("tensorrt")
 
 
+def test_a_module_that_imports_a_module_building_a_cuda_extension_runs_only_on_cuda(tmp_path):
+    """exllamav2's shape: `ext.py` builds the project's kernels from `.cu` sources as it is
+    imported; every module that imports it, and every module of a package whose `__init__`
+    does, runs only where that builds. A build left to a function does not count."""
+    step = "\n\ndef step(x):\n    torch.cuda.synchronize()\n"
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/ext.py": "from torch.utils.cpp_extension import load\n\n"
+        "ext_c = load(name='e', sources=['cuda/q_gemm.cu'])\n",
+        "pkg/model.py": "import torch\n\nfrom pkg.ext import ext_c" + step,
+        "pkg/lazy.py": "from torch.utils.cpp_extension import load\n\n\ndef build():\n"
+        "    return load(name='e', sources=['cuda/q_gemm.cu'])\n",
+        "pkg/portable.py": "import torch\n\nfrom pkg.lazy import build" + step,
+    }
+    _project(tmp_path, files)
+    assert [f.partition(": ")[0] for f in _findings(tmp_path, "--no-cache")] == [
+        "pkg/portable.py:6:5"
+    ]
+    why = {i["filename"].rpartition("pkg/")[2]: i["silenced"] for i in _silenced(tmp_path)}
+    assert why["model.py"] == {
+        "kind": "imports",
+        "why": "the module imports `pkg.ext`, which cannot be imported without building a CUDA "
+        "extension from `.cu` sources",
+        "line": 3,
+    }
+
+
 def test_a_project_that_is_a_library_of_the_table_imports_its_own_modules(tmp_path):
     """Megatron Core is `megatron` of the table: linted itself, its `import megatron.core...`
     are its own modules; a project that uses it imports a CUDA-only library."""
@@ -355,7 +382,7 @@ def test_facts_not_where_the_table_says_are_read_again_from_the_source(tmp_path,
 def test_a_pack_mostly_of_facts_no_entry_names_is_rewritten(tmp_path, monkeypatch):
     monkeypatch.setattr("portlint.index.store.SLACK", 0)
     _project(tmp_path, {"pkg/steps.py": SYNC, "pkg/main.py": GUARDED_CALL})
-    for text in (UNGUARDED_CALL, GUARDED_CALL, UNGUARDED_CALL):
+    for text in (UNGUARDED_CALL, GUARDED_CALL) * 3:  # (dead facts: soon twice the live ones)
         (tmp_path / "pkg" / "main.py").write_text(text)
         _findings(tmp_path)
     packs = sorted(p.name for p in _verdicts(tmp_path).parent.glob("facts-*.pack"))

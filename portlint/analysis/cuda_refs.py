@@ -116,6 +116,17 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
             current = self.get_metadata(ParentProvider, current, None)
         return False
 
+    def _decorator_argument(self, parent: cst.CSTNode | None) -> bool:
+        """Named, not called, as an argument of a decorator (``@delegates(torch.cuda.amp.
+        GradScaler)``, ``@functools.wraps(torch.cuda.synchronize)``): a source of a signature
+        or a key of a registry, which runs nothing on a device there."""
+        if not isinstance(parent, cst.Arg):
+            return False
+        call = self.get_metadata(ParentProvider, parent, None)
+        return isinstance(call, cst.Call) and isinstance(
+            self.get_metadata(ParentProvider, call, None), cst.Decorator
+        )
+
     def _is_nccl(self, value: cst.BaseExpression) -> bool:
         if isinstance(value, cst.SimpleString):
             return value.evaluated_value == "nccl"
@@ -132,9 +143,11 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
         found = None if is_cuda else self._api(node, text)
         if not (is_cuda or found):
             return  # most names: checked before the costlier questions below
+        call = parent if isinstance(parent, cst.Call) and parent.func is node else None
         if isinstance(parent, cst.AssignTarget) or self._in_annotation(node):
             return  # monkeypatching torch.cuda, or a type: nothing runs on a device there
-        call = parent if isinstance(parent, cst.Call) and parent.func is node else None
+        if call is None and self._decorator_argument(parent):
+            return
         if is_cuda:
             if call is None and not (
                 isinstance(node.value, cst.Name) and node.value.value == "self"
@@ -231,7 +244,14 @@ class CudaApiRule(Rule):
     """The PORT4xx family: one rule per ``family`` of :mod:`portlint.cuda_api`."""
 
     family: ClassVar[str]
-    triggers = ("torch.cuda", "import cuda", ".cuda.", ".is_cuda", "nccl", "NCCL")
+    triggers: ClassVar[tuple[str, ...]] = (
+        "torch.cuda",
+        "import cuda",
+        ".cuda.",
+        ".is_cuda",
+        "nccl",
+        "NCCL",
+    )
     evidence = (CUDA_REFERENCE,)
     guardable = reads_class = True
     METADATA_DEPENDENCIES = (

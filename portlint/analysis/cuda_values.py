@@ -36,8 +36,8 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from portlint.index.reading import LEAF_TYPES, dotted, holds_own, says_cuda, subclasses, yields
-from portlint.platform import TRY_STAR, first_import_of
+from portlint.index.reading import LEAF_TYPES, holds_own, says_cuda, subclasses, yields
+from portlint.platform import TRY_STAR, dotted, first_import_of
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)

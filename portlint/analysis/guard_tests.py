@@ -16,7 +16,13 @@ import libcst as cst
 from portlint.analysis.names import dotted_name, qualified_names
 from portlint.analysis.scopes import NameProvider
 from portlint.analysis.walk import children
-from portlint.facts import APPLE_DEVICES, CUDA_DEVICE_TYPES, OTHER_DEVICES
+from portlint.facts import (
+    APPLE_DEVICES,
+    CUDA_DEVICE_TYPES,
+    CUDA_SOURCE_KEYWORDS,
+    CUDA_SOURCE_SUFFIXES,
+    OTHER_DEVICES,
+)
 from portlint.platform import (
     SWAPPED,
     count_says_cuda,
@@ -96,10 +102,10 @@ def compiles_cuda(call: cst.Call) -> bool:
     """A call given CUDA sources to build (``load(sources=["k.cu"])``, ``load_inline(
     cuda_sources=...)``, ``load_jit(cuda_files=[...])``): the code runs where nvcc built them."""
     for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value in ("cuda_sources", "cuda_files"):
+        if arg.keyword is not None and arg.keyword.value in CUDA_SOURCE_KEYWORDS:
             return True
         values = string_values(arg.value) or []
-        if any(value.endswith((".cu", ".cuh")) for value in values):
+        if any(value.endswith(CUDA_SOURCE_SUFFIXES) for value in values):
             return True
     return False
 

@@ -179,7 +179,9 @@ class GuardAnalysis(GuardTests):
         self.may_ask_versions |= RELEASE_TEXT.search(text) is not None
         self.may_prefer_accelerator = source is None or "accelerator" in text
         self.may_launch_itself = source is None or ("__file__" in text and "__main__" in text)
-        self.cuda_imports: list[cst.CSTNode] = []  # imports of those libraries in functions
+        # Imports of those libraries in functions, and of modules named for CUDA or ROCm (`from
+        # .cuda import *`, the variant a package's `__init__` picks): CUDA-only code.
+        self.cuda_imports: list[cst.CSTNode] = []
         # Calls of functions named for a library or link of NVIDIA's or AMD's GPUs, not for CUDA
         # itself (`check_nvlink_connectivity()`, `init_nccl_comm()`; not `move_to_cuda(x)`,
         # which may pick a device): CUDA-only code, as a CUDA API is.
@@ -236,16 +238,32 @@ class GuardAnalysis(GuardTests):
         """The statement right before a requirement of CUDA (``if device.type != "cuda":
         raise``, ``assert x.is_cuda``) where it binds what the test reads (``device =
         torch.device("cuda", index)``): the value is made to be checked, and off CUDA the run
-        stops at the check, loudly."""
+        stops at the check, loudly. So is the default of a parameter that the function checks
+        first of all (``def __init__(self, device="cuda"):`` ``assert device.startswith("cuda")``).
+        """
         found = self._in_block(statement)
-        before = found[0][found[1] - 1] if found and found[1] else None
+        if found is None:
+            return
+        body, index = found
+        read = {n.value for n in _names_in(test)}
+        why = f"made to be checked: {silence.text}, which stops unless on CUDA"
+        checked = Silence("guard", why, silence.node, test, silence.quoted)
+        block = self.parents.get(statement)
+        function = self.parents.get(block) if block is not None else None
+        if isinstance(function, cst.FunctionDef) and index <= (
+            function.get_docstring() is not None
+        ):
+            for param in _parameters(function.params):
+                if param.default is not None and param.name.value in read:
+                    self._mark(param.default, checked)
+        if index == 0:
+            return
+        before = body[index - 1]
         if not isinstance(before, cst.SimpleStatementLine) or len(before.body) != 1:
             return
         bound = _binding(before.body[0])
-        read = {n.value for n in _names_in(test)}
         if bound and any(isinstance(t, cst.Name) and t.value in read for t in bound[0]):
-            why = f"made to be checked: {silence.text}, which stops unless on CUDA"
-            self._mark(before, Silence("guard", why, silence.node, test, silence.quoted))
+            self._mark(before, checked)
 
     def _infers(self, kind: str) -> bool:
         return kind in self.inferences
@@ -368,6 +386,7 @@ class GuardAnalysis(GuardTests):
                 self._mark(node.orelse, silence)
             if exits:
                 self._mark_rest_of_block(node, silence)
+                self._nvidia_only_exits(node)
             if raises:
                 self._mark_required_value(node, test, silence)
         parent = self.get_metadata(ParentProvider, node, None)
@@ -472,6 +491,14 @@ class GuardAnalysis(GuardTests):
             # `x.is_cuda and torch.version.hip is None`: a check for NVIDIA's CUDA, not ROCm's
             why = "a check made together with `{code}`"
             self._mark(node.left, Silence("checks", why, node, quoted=node.right))
+        if (
+            isinstance(node.operator, cst.Or)
+            and polarity == -1
+            and self._infers("checks")
+            and self._asks_rocm(node.right)
+        ):  # `not torch.cuda.is_available() or torch.version.hip is not None`: the same, negated
+            why = "a check made together with `{code}`"
+            self._mark(node.left, Silence("checks", why, node, quoted=node.right))
         if isinstance(node.operator, cst.And) and self._infers("dispatch"):
             self._other_device_only(node)
         if (
@@ -508,21 +535,38 @@ class GuardAnalysis(GuardTests):
             if self.polarity(term) == -1:
                 self.tests.setdefault(term, Test()).role = DISPATCH
 
+    def _nvidia_only_exits(self, node: cst.If) -> None:
+        """``if not torch.cuda.is_available(): return`` and then ``if torch.version.hip is not
+        None: return``: the two leave together for everything but NVIDIA's CUDA, which the code
+        after them asks for in particular (as ``x.is_cuda and torch.version.hip is None`` does)."""
+        if not self._infers("checks"):
+            return
+        later = self._rest_of_block(node)
+        after = later[0] if later else None
+        if (
+            isinstance(after, cst.If)
+            and self._asks_rocm(after.test)
+            and block_ends_in(after.body, LEAVES_BLOCK, EXIT_CALLS)
+        ):
+            why = "a check made together with `{code}`"
+            self._mark(node.test, Silence("checks", why, node, quoted=after.test))
+
     def _rules_out_rocm(self, test: cst.BaseExpression) -> bool:
         """``torch.version.hip is None``, ``not is_hip()``, ``not _is_rocm``: beside a CUDA check,
         the code asks for NVIDIA's CUDA in particular (a kernel ROCm lacks), not for a GPU."""
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            inner = test.expression
-            name = dotted_name(inner.func if isinstance(inner, cst.Call) else inner) or ""
+            return self._asks_rocm(test.expression)
+        return _compares_hip_version(test, cst.Is)
+
+    @staticmethod
+    def _asks_rocm(test: cst.BaseExpression) -> bool:
+        """``is_hip()``, ``_is_rocm``, ``torch.version.hip is not None`` (``getattr(torch.version,
+        "hip", None)`` too): whether this is ROCm."""
+        if isinstance(test, (cst.Call, cst.Name, cst.Attribute)):
+            name = dotted_name(test.func if isinstance(test, cst.Call) else test) or ""
             last = name.rsplit(".", 1)[-1]
             return is_predicate(last) and bool({"hip", "rocm"} & set(words(last)))
-        return (
-            isinstance(test, cst.Comparison)
-            and len(test.comparisons) == 1
-            and isinstance(test.comparisons[0].operator, cst.Is)
-            and is_none(test.comparisons[0].comparator)
-            and dotted_name(test.left) == "torch.version.hip"
-        )
+        return _compares_hip_version(test, cst.IsNot)
 
     def _asks_answering(self, test: cst.BaseExpression) -> bool:
         """A call of a function found to answer "is this CUDA?" (``_bias_ok(x, b)``): not a
@@ -822,6 +866,8 @@ class GuardAnalysis(GuardTests):
         self._cuda_only_import([get_full_name_for_node(a.name) or "" for a in node.names], node)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if self._infers("names") and self._imports_variant(node):
+            self.cuda_imports.append(node)
         if node.relative or node.module is None:
             return
         module = get_full_name_for_node(node.module) or ""
@@ -830,6 +876,19 @@ class GuardAnalysis(GuardTests):
             [module, *(f"{module}.{a.name.value}" for a in names if isinstance(a.name, cst.Name))],
             node,
         )
+
+    @staticmethod
+    def _imports_variant(node: cst.ImportFrom) -> bool:
+        """``from .cuda import *``, ``from .backends import rocm``, ``from pkg.nvidia.ops
+        import f``: a module named for CUDA or ROCm (not one of torch's own)."""
+        module = get_full_name_for_node(node.module) if node.module is not None else ""
+        if not node.relative and (module or "").partition(".")[0] == "torch":
+            return False
+        names = [] if isinstance(node.names, cst.ImportStar) else node.names
+        parts = (module or "").split(".")[-1:] + [
+            a.name.value for a in names if isinstance(a.name, cst.Name)
+        ]
+        return any(part and names_cuda(part) for part in parts)
 
     def _cuda_only_import(self, imported: list[str], node: cst.CSTNode) -> None:
         """A function that imports a library that exists only for NVIDIA or AMD GPUs (outside a
@@ -915,6 +974,15 @@ class GuardAnalysis(GuardTests):
         last = callee.rsplit(".", 1)[-1] if callee else ""
         if last and names_cuda(last) and "cuda" not in words(last) and not is_predicate(last):
             self.cuda_calls.append(node)
+        enabled = next(
+            (a.value for a in node.args if a.keyword and a.keyword.value == "enabled"), None
+        )
+        if enabled is not None and self.polarity(enabled) == 1:
+            # `GradScaler(enabled=use_amp)`, `use_amp = device.type == "cuda"`: off CUDA the
+            # object is made disabled, and does nothing there.
+            self._mark(
+                node, self._guard(enabled, node, "`enabled={code}`, which holds only on CUDA")
+            )
         if last in SKIP_IF | SKIP_UNLESS and node.args:  # `unittest.skipUnless(...)(test)`
             condition = argument(node, "condition", 0)
             if condition is not None:
@@ -1017,6 +1085,17 @@ class GuardAnalysis(GuardTests):
     def is_guarded(self, node: cst.CSTNode) -> Silence | None:
         """Why ``node`` runs only on CUDA, if it does."""
         return self._within(node, self.guarded_functions())
+
+    def guard_tests_around(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """The tests of the guards ``node`` runs under, innermost first: ``if
+        torch.cuda.is_available():`` and ``if torch.version.cuda:`` around ``from .cuda import
+        *``."""
+        found: list[cst.CSTNode] = []
+        reason = self.is_guarded(node)
+        while reason is not None and reason.test is not None and reason.test not in found:
+            found.append(reason.test)
+            reason = self.is_guarded(reason.node) if reason.node is not None else None
+        return found
 
     def tests_of(self, node: cst.CSTNode) -> list[cst.CSTNode]:
         """The guard tests ``node`` is part of, innermost first (up to its statement)."""
@@ -1221,6 +1300,27 @@ class GuardAnalysis(GuardTests):
             why = "a choice of kernel by the tensor's device, with another path: `{code}`"
             return Silence("checks", why, test, quoted=test)
         return None
+
+
+def _compares_hip_version(test: cst.BaseExpression, operator: type) -> bool:
+    """``torch.version.hip is None`` (``operator``: ``cst.Is``; ``is not``: ``cst.IsNot``), the
+    version also read as ``getattr(torch.version, "hip", None)``."""
+    if not (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, operator)
+        and is_none(test.comparisons[0].comparator)
+    ):
+        return False
+    left = test.left
+    if isinstance(left, cst.Call) and dotted_name(left.func) == "getattr" and len(left.args) >= 2:
+        attribute = left.args[1].value
+        return (
+            dotted_name(left.args[0].value) == "torch.version"
+            and isinstance(attribute, cst.SimpleString)
+            and attribute.evaluated_value == "hip"
+        )
+    return dotted_name(left) == "torch.version.hip"
 
 
 def _names_only_cuda(value: cst.BaseExpression) -> bool:

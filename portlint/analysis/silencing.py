@@ -44,16 +44,16 @@ def silence(
             kept.append(report)
         else:
             silenced.append((report, reason))
+    # The tests of the guards around CUDA-only code: a CUDA API, `import pynvml`, `from .cuda
+    # import *`, `check_nvlink_connectivity()` (every guard it is under, nested ones too).
     cuda_tests = {
-        reason.test
-        for report, reason in silenced
-        if report.code.startswith(CUDA_API_PREFIX) and reason.test is not None
+        test
+        for report, _ in silenced
+        if report.code.startswith(CUDA_API_PREFIX)
+        for test in guards.guard_tests_around(report.node)
     }
-    # `if torch.cuda.is_available(): import pynvml`, `... check_nvlink_connectivity()`
     for imported in [*guards.cuda_imports, *guards.cuda_calls]:
-        reason = guards.is_guarded(imported)
-        if reason is not None and reason.test is not None:
-            cuda_tests.add(reason.test)
+        cuda_tests.update(guards.guard_tests_around(imported))
     device_picks = [r.node for r in reports if r.code.startswith(DEVICE_RULES)]
     standing: list[Report] = []
     for report in kept:

@@ -43,12 +43,17 @@ from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
 from portlint.index.int64 import refine
 from portlint.index.kernels import functions_in
-from portlint.platform import first_import_of, foreign_libraries, module_platform_from
+from portlint.platform import (
+    BUILDS_EXTENSION,
+    first_import_of,
+    foreign_libraries,
+    module_platform_from,
+)
 from portlint.settings import Settings
 from portlint.speed.cut import parse_ast
 
-MAX_REEXPORTS = 8
-CUDA_API_PREFIX = "PORT4"  # the CUDA-only API rules: a check is a query of that API  # how many `from .impl import f` hops a name is followed through
+MAX_REEXPORTS = 8  # how many `from .impl import f` hops a name is followed through
+CUDA_API_PREFIX = "PORT4"  # the CUDA-only API rules: a check is a query of that API
 SHOWN_SITES = 3  # sites named in a reason
 KINDS = ("uses", "imports")  # the facts a site can be a row of
 
@@ -219,14 +224,19 @@ class Project:
 
     def _unimportable(self) -> None:
         """The modules that import, at their top level and unconditionally, a library that
-        exists only for NVIDIA or AMD GPUs (the ``imports`` inference of a module), and those
-        that import such a module of the project the same way, or sit in a package whose
-        ``__init__`` is one: importing them fails wherever the library is missing."""
+        exists only for NVIDIA or AMD GPUs, or build their own CUDA extension as they are
+        imported (the ``imports`` inference of a module), and those that import such a module
+        of the project the same way, or sit in a package whose ``__init__`` is one: importing
+        them fails wherever the library (or a CUDA compiler) is missing."""
         root, table = self.settings.root, self.settings.cuda_only_imports
         for path, data in self.facts.items():
             found = first_import_of(data["top_imports"], foreign_libraries(path, root, table))
             if found is not None:
-                self.unimportable[self.module_of[path]] = Needs(found[0], "", "", -1)
+                library = f"`{found[0]}` (a library only for NVIDIA or AMD GPUs)"
+                reason = f"cannot be imported without {library}"
+                self.unimportable[self.module_of[path]] = Needs(reason, "", "", -1)
+            elif data["extension"]:
+                self.unimportable[self.module_of[path]] = Needs(BUILDS_EXTENSION, "", "", -1)
         if not self.unimportable:
             return
         # Who is affected when a module cannot be imported: the modules that import it (the
@@ -248,11 +258,11 @@ class Project:
         pending = deque(self.unimportable)
         while pending:  # (each module once: what it makes unimportable goes on the list)
             failing = pending.popleft()
-            library = self.unimportable[failing].library
+            reason = self.unimportable[failing].reason
             affected = [(m, failing, -1) for m in members.get(failing, [])]
             for module, via, row in [*affected, *importers.get(failing, [])]:
                 if module not in self.unimportable:
-                    self.unimportable[module] = Needs(library, via, self.path_of[module], row)
+                    self.unimportable[module] = Needs(reason, via, self.path_of[module], row)
                     pending.append(module)
 
     def _failing(self, module: str) -> str | None:
@@ -275,6 +285,7 @@ class Project:
                 path,
                 root,
                 data["top_imports"],
+                data["extension"],
                 foreign_libraries(path, root, self.settings.cuda_only_imports),
                 self.settings.platform_inferences,
             )
@@ -344,7 +355,7 @@ class Project:
 
         return {
             "rebound": self.rebound,
-            "unimportable": {m: [n.library, n.via, n.path, n.row] for m, n in self.unimportable.items()},
+            "unimportable": {m: [n.reason, n.via, n.path, n.row] for m, n in self.unimportable.items()},
             "units": [[*key, packed(sites)] for key, sites in self.confined_units.items()],
             "modules": {
                 m: why if isinstance(why, str) else packed(why)
@@ -516,7 +527,7 @@ class Project:
             failing = self._failing(self._absolute(path, module))
             if failing is not None:
                 needs = self.unimportable[failing]
-                why = f"it follows an import of `{failing}`, which {needs.clause()}"
+                why = f"it follows an import of `{failing}`, which {needs.reason}"
                 return Silenced(violation, "imports", why, line)
         return None
 
@@ -652,24 +663,20 @@ def join_key(
 
 @dataclass(frozen=True)
 class Needs:
-    """Why a module cannot be imported without ``library``: it imports it, or (``via``) the
-    module of the project that it imports (row ``row`` of the ``imports`` of its file at
-    ``path``; -1: ``via`` is the package it is in) cannot."""
+    """Why a module cannot be imported off CUDA: ``reason`` (it imports a library of the table,
+    or builds a CUDA extension), or (``via``) the module of the project that it imports (row
+    ``row`` of the ``imports`` of its file at ``path``; -1: ``via`` is the package it is in) is
+    such a module."""
 
-    library: str
+    reason: str  # what the first module of the chain does, as a clause
     via: str
     path: str
     row: int
 
-    def clause(self) -> str:
-        return (
-            f"cannot be imported without `{self.library}` (a library only for NVIDIA or AMD GPUs)"
-        )
-
     def why(self) -> str:
         if self.row < 0:
-            return f"its package `{self.via}` {self.clause()}"
-        return f"the module imports `{self.via}`, which {self.clause()}"
+            return f"its package `{self.via}` {self.reason}"
+        return f"the module imports `{self.via}`, which {self.reason}"
 
 
 def _inside(where: tuple[int, int], span: list[int]) -> bool:

@@ -28,6 +28,8 @@ from portlint.index.kernels import kernels_in
 from portlint.platform import (
     SWAPPED,
     count_says_cuda,
+    dotted,
+    extension_build,
     is_predicate,
     names_cuda,
     names_other_device,
@@ -40,18 +42,6 @@ SKIPS_IF = frozenset({"skipif", "skipIf", "skip_if"})
 SKIPS_UNLESS = frozenset({"skipUnless", "skip_unless", "skipunless"})
 # Queries of torch's CUDA module that hold only where CUDA is (`torch.cuda.is_available()`).
 CUDA_QUERIES = frozenset({"is_available", "device_count", "is_initialized"})
-
-
-def dotted(node: ast.AST) -> str | None:
-    """``a.b.c`` for a chain of names and attributes (None for anything else)."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def says_cuda(test: ast.AST, predicates: frozenset[str] = frozenset()) -> bool | None:
@@ -799,6 +789,7 @@ def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
             if row[0].split(".")[0] in packages or row[0].startswith(".")
         ],
         "top_imports": [list(found) for found in top_level_imports(tree)],
+        "extension": extension_build(tree),
         "rebinds": _lasting(reader.rebinds),
         "cuda_refs": reader.cuda_refs,
         "kernels": kernels_in(tree),

@@ -121,6 +121,13 @@ class HardcodedCudaDevice(Rule):
         # A default the function never reads is inert (an interface's, an unused parameter's).
         "def load(path, device='cuda'):\n    pass\n",
         "import torch\nwith torch.autocast(device.type):\n    pass\n",
+        # A device's type, compared: the string "cuda" in a test, placing nothing.
+        "import torch\nif torch.device(d).type == torch.device('cuda').type:\n    pass\n",
+        # A default the function checks first of all: a stated requirement, not a trap.
+        'def load(path, device=\'cuda\'):\n    """Doc."""\n    assert device.startswith(\'cuda\')\n'
+        "    return path\n",
+        "def load(path, device='cuda'):\n    if device != 'cuda':\n        raise ValueError(device)\n"
+        "    return path\n",
         # Data for test doubles: nothing is allocated on it.
         "import torch\nfrom unittest import mock\n"
         "with mock.patch.object(loader, 'target_device', return_value=torch.device('cuda:0')):\n"
@@ -258,6 +265,15 @@ class HardcodedCudaDevice(Rule):
         Invalid("import torch\ndevice = torch.device('cuda')\n", 2, 10),
         Invalid('import torch\ndevice = torch.device("cuda:0")\n', 2, 10),
         Invalid("import torch\ndef f(i):\n    return torch.device(f'cuda:{i}')\n", 3, 12),
+        # The type given on, not compared: the device type is hardcoded.
+        Invalid("import torch\nwith torch.autocast(torch.device('cuda').type):\n    pass\n", 2, 21),
+        # Checked only after other work: callers that leave it out run on CUDA until then.
+        Invalid(
+            "def load(path, device='cuda'):\n    path = open(path)\n"
+            "    assert device.startswith('cuda')\n    return path\n",
+            1,
+            23,
+        ),
         Invalid("import torch as t\nd = t.device('cuda')\n", 2, 5),
         Invalid("from torch import device\nd = device('cuda')\n", 2, 5),
         Invalid("import torch\nd = torch.device(type='cuda')\n", 2, 5),
@@ -445,7 +461,11 @@ class HardcodedCudaDevice(Rule):
         quiet = self._mock_data(node) or self._fake_tensors(node)
         if resolves_to(self, node.func, TORCH_DEVICE):
             device_type_arg = argument(node, "type", 0)
-            if device_type_arg and is_cuda_device_literal(device_type_arg.value):
+            if (
+                device_type_arg
+                and is_cuda_device_literal(device_type_arg.value)
+                and not self._type_compared(node)
+            ):
                 self._device_call(node, device_type_arg, quiet)
             return
         for name in ("device", "map_location"):
@@ -467,6 +487,15 @@ class HardcodedCudaDevice(Rule):
                 f"in use (`{device_type(message_device(self, node))}`)",
                 quiet=quiet,
             )
+
+    def _type_compared(self, node: cst.Call) -> bool:
+        """``torch.device("cuda").type == t``: the string ``"cuda"``, compared (a test, as
+        ``t == "cuda"`` is), places nothing."""
+        attribute = self.get_metadata(ParentProvider, node, None)
+        if not isinstance(attribute, cst.Attribute) or attribute.attr.value != "type":
+            return False
+        parent = self.get_metadata(ParentProvider, attribute, None)
+        return isinstance(parent, (cst.Comparison, cst.ComparisonTarget))
 
     def visit_Param(self, node: cst.Param) -> None:
         default = node.default

@@ -1,5 +1,13 @@
+import libcst as cst
+
 from portlint.analysis.cuda_refs import CudaApiRule
+from portlint.analysis.device_scope import device_type, fix_device, message_device
+from portlint.analysis.names import keyword, resolves_to
 from portlint.cuda_api import AUTOCAST
+from portlint.evidence import CUDA_REFERENCE_OR_SCALER
+from portlint.facts import CUDA_DEFAULT_SCALERS
+from portlint.findings import UNSAFE
+from portlint.fix import Rewrite
 from portlint.rule import Invalid
 
 
@@ -8,13 +16,16 @@ class CudaAmpApi(CudaApiRule):
 
     ## What it does
     Reports `torch.cuda.amp.autocast(...)` and `torch.cuda.amp.GradScaler(...)` (deprecated since
-    torch 2.4), however they are imported. Silent inside CUDA-only platform guards and in
-    `cuda-only-paths`.
+    torch 2.4), however they are imported, and a `torch.amp.GradScaler()` (or FSDP's
+    `ShardedGradScaler()`) made with no device, which is CUDA's by default. Silent inside
+    CUDA-only platform guards and in `cuda-only-paths`.
 
     ## Why is this bad?
     `torch.cuda.amp.autocast` autocasts CUDA operations only: on any other device the model runs
     in full precision, slower and with other numerics, and nothing says so. `torch.autocast` and
-    `torch.amp.GradScaler` take the device type.
+    `torch.amp.GradScaler` take the device type; a `torch.amp.GradScaler` given none is made for
+    CUDA, and off CUDA it warns that CUDA is not available and disables itself: float16
+    gradients then go unscaled, and underflow.
 
     ## Example
     ```python
@@ -42,6 +53,8 @@ class CudaAmpApi(CudaApiRule):
     code = "PORT405"
     name = "cuda-amp-api"
     family = AUTOCAST
+    triggers = (*CudaApiRule.triggers, "GradScaler")
+    evidence = (CUDA_REFERENCE_OR_SCALER,)
 
     VALID = [
         # Behind a platform guard: silenced.
@@ -49,8 +62,37 @@ class CudaAmpApi(CudaApiRule):
         "import torch\nwith torch.autocast(device.type):\n    pass\n",
         "import torch\nscaler = torch.amp.GradScaler(device.type)\n",
         "from contextlib import nullcontext\nwith nullcontext():\n    pass\n",
+        # A scaler given its device, or arguments that may hold it.
+        "import torch\nscaler = torch.amp.GradScaler(device=device.type, enabled=True)\n",
+        "from torch.amp import GradScaler\ndef make(**kwargs):\n    return GradScaler(**kwargs)\n",
+        "import torch\nif torch.cuda.is_available():\n    scaler = torch.amp.GradScaler()\n",
+        # Enabled only on CUDA: elsewhere it is made disabled, on purpose.
+        "import torch\ndef make(device):\n    use_amp = device.type == 'cuda'\n"
+        "    return torch.amp.GradScaler(enabled=use_amp)\n",
+        # A signature's source, named for a decorator and never called.
+        "import torch\n@delegates(torch.cuda.amp.GradScaler)\ndef mixed(**kwargs):\n    pass\n",
     ]
     INVALID = [
+        # Made with no device: CUDA's, whatever device the step runs on.
+        Invalid(
+            "from torch.amp import GradScaler\ndef make(device):\n    return GradScaler(enabled=True)\n",
+            3,
+            12,
+            fixed="import torch\nfrom torch.amp import GradScaler\ndef make(device):\n"
+            "    return GradScaler(device=torch.device(device).type, enabled=True)\n",
+        ),
+        Invalid(
+            "from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n"
+            "scaler = ShardedGradScaler()\n",
+            2,
+            10,
+        ),
+        # Made (called) for a decorator: a scaler of CUDA's.
+        Invalid(
+            "import torch\n@with_scaler(torch.cuda.amp.GradScaler())\ndef step(x):\n    pass\n",
+            2,
+            14,
+        ),
         Invalid(
             "import torch\ndef step(model, x, device):\n"
             "    with torch.cuda.amp.autocast(dtype=torch.bfloat16):\n        return model(x)\n",
@@ -77,3 +119,30 @@ class CudaAmpApi(CudaApiRule):
         ),
         Invalid("from torch.cuda.amp import autocast\nwith autocast(True):\n    pass\n", 2, 6),
     ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """A scaler made with no device: no argument by position (the first is the device), no
+        ``device=`` and no ``**kwargs`` that may hold one."""
+        if any(arg.keyword is None for arg in node.args) or keyword(node, "device"):
+            return  # (also `*args` and `**kwargs`: their keyword is None)
+        if not resolves_to(self, node.func, CUDA_DEFAULT_SCALERS):
+            return
+        kind = device_type(message_device(self, node))
+        device = cst.Arg(
+            cst.parse_expression(device_type(fix_device(self, node))),
+            keyword=cst.Name("device"),
+            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            if node.args
+            else (cst.MaybeSentinel.DEFAULT),
+        )
+        new = node.with_changes(args=[device, *node.args])
+        code = cst.Module([]).code_for_node(node.func)
+        imports = {"torch"} if "torch." in cst.Module([]).code_for_node(device.value) else set()
+        rewrite = Rewrite(replace={id(node): new}, imports=imports)
+        fix = self.build_fix(rewrite, UNSAFE, f"Pass `device={kind}`")
+        message = (
+            f"`{code}` given no device is CUDA's (its default): off CUDA it disables itself and "
+            f"float16 gradients go unscaled; pass `device={kind}`"
+        )
+        self.report(node, message, fix=fix)
