@@ -190,6 +190,14 @@ TYPE_CONSTRUCTORS = frozenset(
 )
 
 
+def device_type_first(rule: Rule, call: cst.Call, args: list[cst.Arg]) -> list[cst.Arg]:
+    """``args`` after the type of the device in scope: the first parameter of ``torch.autocast``
+    and ``torch.amp.GradScaler``."""
+    device = cst.parse_expression(device_type(fix_device(rule, call)))
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    return [cst.Arg(device, comma=comma if args else cst.MaybeSentinel.DEFAULT), *args]
+
+
 def _as_keyword(arg: cst.Arg, name: str) -> cst.Arg:
     return arg.with_changes(
         keyword=cst.Name(name),
@@ -357,11 +365,7 @@ class CudaApiRule(Rule):
             elif api.device_positional and arg.keyword and arg.keyword.value == "device":
                 arg = arg.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)
             args.append(arg)
-        if api.device_first:
-            device = cst.parse_expression(device_type(fix_device(self, call)))
-            comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-            args.insert(0, cst.Arg(device, comma=comma if args else cst.MaybeSentinel.DEFAULT))
-        return args
+        return device_type_first(self, call, args) if api.device_first else args
 
     @classmethod
     def documentation(cls) -> str:

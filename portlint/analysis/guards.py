@@ -250,9 +250,10 @@ class GuardAnalysis(GuardTests):
         checked = Silence("guard", why, silence.node, test, silence.quoted)
         block = self.parents.get(statement)
         function = self.parents.get(block) if block is not None else None
-        if isinstance(function, cst.FunctionDef) and index <= (
+        if isinstance(function, cst.FunctionDef) and index == (
             function.get_docstring() is not None
         ):
+            # (the function's first statement, after its docstring: its parameters are checked)
             for param in _parameters(function.params):
                 if param.default is not None and param.name.value in read:
                     self._mark(param.default, checked)
@@ -1086,12 +1087,11 @@ class GuardAnalysis(GuardTests):
         """Why ``node`` runs only on CUDA, if it does."""
         return self._within(node, self.guarded_functions())
 
-    def guard_tests_around(self, node: cst.CSTNode) -> list[cst.CSTNode]:
-        """The tests of the guards ``node`` runs under, innermost first: ``if
-        torch.cuda.is_available():`` and ``if torch.version.cuda:`` around ``from .cuda import
-        *``."""
+    def guard_tests(self, reason: Silence | None) -> list[cst.CSTNode]:
+        """The tests of the guards that code silenced for ``reason`` runs under, innermost (its
+        own) first: ``if torch.cuda.is_available():`` and ``if torch.version.cuda:`` around
+        ``from .cuda import *``."""
         found: list[cst.CSTNode] = []
-        reason = self.is_guarded(node)
         while reason is not None and reason.test is not None and reason.test not in found:
             found.append(reason.test)
             reason = self.is_guarded(reason.node) if reason.node is not None else None

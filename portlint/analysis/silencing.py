@@ -48,12 +48,12 @@ def silence(
     # import *`, `check_nvlink_connectivity()` (every guard it is under, nested ones too).
     cuda_tests = {
         test
-        for report, _ in silenced
+        for report, reason in silenced
         if report.code.startswith(CUDA_API_PREFIX)
-        for test in guards.guard_tests_around(report.node)
+        for test in guards.guard_tests(reason)
     }
     for imported in [*guards.cuda_imports, *guards.cuda_calls]:
-        cuda_tests.update(guards.guard_tests_around(imported))
+        cuda_tests.update(guards.guard_tests(guards.is_guarded(imported)))
     device_picks = [r.node for r in reports if r.code.startswith(DEVICE_RULES)]
     standing: list[Report] = []
     for report in kept:

@@ -1,7 +1,7 @@
 import libcst as cst
 
-from portlint.analysis.cuda_refs import CudaApiRule
-from portlint.analysis.device_scope import device_type, fix_device, message_device
+from portlint.analysis.cuda_refs import CudaApiRule, device_type_first
+from portlint.analysis.device_scope import device_type, message_device
 from portlint.analysis.names import keyword, resolves_to
 from portlint.cuda_api import AUTOCAST
 from portlint.evidence import CUDA_REFERENCE_OR_SCALER
@@ -44,7 +44,8 @@ class CudaAmpApi(CudaApiRule):
     `device` parameter, `worker.device`, `self.device`, a tensor parameter's `.device`, else
     `torch.accelerator.current_accelerator()`), and arguments given by position are passed by
     keyword since their positions differ. On a device other than CUDA autocast then takes effect,
-    with that device's default dtype where none is given.
+    with that device's default dtype where none is given; a scaler made with no device gets the
+    device type first the same way, and then scales there.
 
     ## References
     - https://pytorch.org/docs/stable/amp.html
@@ -79,7 +80,7 @@ class CudaAmpApi(CudaApiRule):
             3,
             12,
             fixed="import torch\nfrom torch.amp import GradScaler\ndef make(device):\n"
-            "    return GradScaler(device=torch.device(device).type, enabled=True)\n",
+            "    return GradScaler(torch.device(device).type, enabled=True)\n",
         ),
         Invalid(
             "from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n"
@@ -128,21 +129,13 @@ class CudaAmpApi(CudaApiRule):
         if not resolves_to(self, node.func, CUDA_DEFAULT_SCALERS):
             return
         kind = device_type(message_device(self, node))
-        device = cst.Arg(
-            cst.parse_expression(device_type(fix_device(self, node))),
-            keyword=cst.Name("device"),
-            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-            if node.args
-            else (cst.MaybeSentinel.DEFAULT),
-        )
-        new = node.with_changes(args=[device, *node.args])
+        args = device_type_first(self, node, list(node.args))
         code = cst.Module([]).code_for_node(node.func)
-        imports = {"torch"} if "torch." in cst.Module([]).code_for_node(device.value) else set()
-        rewrite = Rewrite(replace={id(node): new}, imports=imports)
-        fix = self.build_fix(rewrite, UNSAFE, f"Pass `device={kind}`")
+        imports = {"torch"} if "torch." in cst.Module([]).code_for_node(args[0]) else set()
+        rewrite = Rewrite(replace={id(node): node.with_changes(args=args)}, imports=imports)
+        fix = self.build_fix(rewrite, UNSAFE, f"Pass the device type, `{kind}`")
         message = (
             f"`{code}` given no device is CUDA's (its default): off CUDA it disables itself and "
-            f"float16 gradients go unscaled; pass `device={kind}`"
+            f"float16 gradients go unscaled; pass the device type first, `{kind}`"
         )
         self.report(node, message, fix=fix)
