@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 import textwrap
 import types
+import warnings
+from typing import Any
 
 import pytest
 
@@ -146,7 +148,7 @@ SHAPES = [
         "import torch\ndef norm(device: int | str | torch.device):\n    if isinstance(device, int):\n"
         "        device = torch.device(f'cuda:{device}')\n    return device\n",
         "import torch\ndef norm(device: int | str | torch.device):\n    if isinstance(device, int):\n"
-        "        device = torch.device(f'{torch.accelerator.current_accelerator().type}:{device}')\n"
+        '        device = torch.device(f\'{getattr(torch.accelerator.current_accelerator(), "type", "cpu")}:{device}\')\n'
         "    return device\n",
         id="the index kept",
     ),
@@ -274,3 +276,41 @@ def test_the_portable_stream_context_is_a_stream_switch_inside_a_capture():
         "        with side:\n            y = m(x)\n"
     )
     assert [(v.code, v.line) for v in lint(source, "PORT302")] == [("PORT302", 5)]
+
+
+@pytest.mark.parametrize(
+    ("source", "value"),
+    [
+        ("import torch\nvalue = torch.device('cuda:1')\n", "device"),
+        (
+            "import torch\ndef f(device):\n    return device\ni = 1\nvalue = f(device=f'cuda:{i}')\n",
+            "string",
+        ),
+        (
+            'import torch\ndef f(device):\n    return device\ni = 1\nvalue = f(device=f"cuda:{i}")\n',
+            "string",
+        ),
+        ("import torch\nvalue = torch.device('cuda', 1)\n", "device"),
+        ("import torch\nvalue = torch.cuda.amp.GradScaler(1024.0)\n", "scaler"),
+    ],
+)
+def test_a_fixed_device_type_runs_on_a_build_with_no_accelerator(source, value, monkeypatch):
+    """Where no device is in scope the fix names the accelerator's type, and ``"cpu"`` where
+    the build has none: ``torch.accelerator.current_accelerator()`` is None there, and the fixed
+    code must not raise where the CUDA name did not (a CPU-only test run)."""
+    torch = pytest.importorskip("torch")
+    result = fixed(source)
+    assert "cuda" not in result
+    for accelerator, expected in ((None, "cpu"), (torch.device("xpu"), "xpu")):
+        monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda a=accelerator: a)
+        scope: dict[str, Any] = {}
+        with warnings.catch_warnings():  # (a scaler for a device the build lacks disables itself)
+            warnings.simplefilter("ignore")
+            exec(compile(result, "case.py", "exec"), scope)
+        made = scope["value"]
+        if value == "device":
+            assert made.type == expected
+        elif value == "string":
+            assert made == f"{expected}:1"
+        else:
+            assert made._device == expected

@@ -23,6 +23,9 @@ from portlint.analysis.parents import ParentProvider
 from portlint.analysis.walk import children
 
 DEFAULT_DEVICE_EXPRESSION = "torch.accelerator.current_accelerator()"
+# Its type: "cpu" on a build with no accelerator, where ``current_accelerator()`` is None and its
+# ``.type`` would raise (a CPU-only test run that passed with "cuda" would fail after the fix).
+DEFAULT_DEVICE_TYPE = "getattr(torch.accelerator.current_accelerator(), {q}type{q}, {q}cpu{q})"
 
 
 @dataclass(frozen=True)
@@ -52,8 +55,11 @@ def default_device(rule) -> ScopeDevice:
     return ScopeDevice(configured or DEFAULT_DEVICE_EXPRESSION, not configured)
 
 
-def device_type(device: ScopeDevice) -> str:
-    """The device type of a device, as an expression."""
+def device_type(device: ScopeDevice, quote: str = '"') -> str:
+    """The device type of a device, as an expression (its strings in ``quote``: the other quote
+    where it goes inside an f-string)."""
+    if device.expression == DEFAULT_DEVICE_EXPRESSION:
+        return DEFAULT_DEVICE_TYPE.format(q=quote)
     return f"{device.as_device()}.type"
 
 

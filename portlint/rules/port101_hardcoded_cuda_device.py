@@ -86,9 +86,11 @@ class HardcodedCudaDevice(Rule):
     `import torch` where needed. Never the name being assigned (`self.device = self.device`), the
     value being converted (`torch.device(f"cuda:{device}")`), nor a parameter from its own
     default. A tensor's `.device` is suggested, never written: the tensor may be on the CPU. A
-    device with an index keeps it: `"cuda:1"` becomes
-    `torch.device(torch.accelerator.current_accelerator().type, 1)`, `f"cuda:{i}"` becomes
-    `f"{torch.accelerator.current_accelerator().type}:{i}"`.
+    device with an index keeps it, with the accelerator's type, or `"cpu"` on a build that has
+    none (where `current_accelerator()` is None, so that a CPU-only run does not fail where
+    `"cuda:1"` did not): `"cuda:1"` becomes `torch.device(getattr(torch.accelerator.
+    current_accelerator(), "type", "cpu"), 1)`, `f"cuda:{i}"` becomes
+    `f"{getattr(torch.accelerator.current_accelerator(), 'type', 'cpu')}:{i}"`.
 
     ## References
     - vLLM #55245: hardcoded device in `spec_decode_rejection_warmup`
@@ -209,7 +211,7 @@ class HardcodedCudaDevice(Rule):
             18,
             fixed="import torch\ndef norm(device: int | str | torch.device):\n"
             "    if isinstance(device, int):\n"
-            "        device = torch.device(f'{torch.accelerator.current_accelerator().type}:{device}')\n"
+            '        device = torch.device(f\'{getattr(torch.accelerator.current_accelerator(), "type", "cpu")}:{device}\')\n'
             "    return device\n",
         ),
         Invalid(
@@ -217,14 +219,14 @@ class HardcodedCudaDevice(Rule):
             3,
             34,
             fixed="import torch\ndef f(worker):\n    return torch.zeros(1, device="
-            "torch.device(torch.accelerator.current_accelerator().type, 1))\n",
+            'torch.device(getattr(torch.accelerator.current_accelerator(), "type", "cpu"), 1))\n',
         ),
         Invalid(
             "import torch\ndef f(i):\n    return torch.device('cuda', i)\n",
             3,
             12,
             fixed="import torch\ndef f(i):\n"
-            "    return torch.device(torch.accelerator.current_accelerator().type, i)\n",
+            '    return torch.device(getattr(torch.accelerator.current_accelerator(), "type", "cpu"), i)\n',
         ),
         # `self.device` may hold an index or a string: a `torch.device` is made of it.
         Invalid(
@@ -293,8 +295,9 @@ class HardcodedCudaDevice(Rule):
     def _indexed(self, literal: cst.BaseExpression) -> cst.BaseExpression | None:
         """The CUDA device ``literal`` names with its type replaced and its index kept
         (``"cuda:1"``, ``f"cuda:{i}"``); None where it names no index."""
-        kind = device_type(default_device(self))
         if isinstance(literal, cst.FormattedString) and len(literal.parts) > 1:
+            inner = "'" if '"' in literal.start else '"'  # (the same quote ends it before 3.12)
+            kind = device_type(default_device(self), inner)
             parts = [
                 cst.FormattedStringExpression(cst.parse_expression(kind)),
                 cst.FormattedStringText(":"),
@@ -307,6 +310,7 @@ class HardcodedCudaDevice(Rule):
             else cst.Module([]).code_for_node(literal)[2:-1]
         )
         _, _, index = str(text).partition(":")
+        kind = device_type(default_device(self))
         return cst.parse_expression(f"torch.device({kind}, {index})") if index else None
 
     def _fix(self, old: cst.CSTNode, new: cst.BaseExpression) -> Fix | None:

@@ -41,11 +41,13 @@ class CudaAmpApi(CudaApiRule):
 
     ## Fix safety
     Unsafe: the device type becomes the first argument, taken from the device in scope (a
-    `device` parameter, `worker.device`, `self.device`, a tensor parameter's `.device`, else
-    `torch.accelerator.current_accelerator()`), and arguments given by position are passed by
-    keyword since their positions differ. On a device other than CUDA autocast then takes effect,
-    with that device's default dtype where none is given; a scaler made with no device gets the
-    device type first the same way, and then scales there.
+    `device` parameter, `worker.device`, `self.device`, a tensor parameter's `.device`, else the
+    type of `torch.accelerator.current_accelerator()`, `"cpu"` on a build that has no
+    accelerator), and arguments given by position are passed by keyword since their positions
+    differ. On a device other than CUDA autocast then takes effect, with that device's default
+    dtype where none is given (on a CPU-only build too, where `"cuda"` disabled it with a
+    warning); a scaler made with no device gets the device type first the same way, and then
+    scales there.
 
     ## References
     - https://pytorch.org/docs/stable/amp.html
@@ -108,14 +110,16 @@ class CudaAmpApi(CudaApiRule):
             2,
             10,
             fixed="import torch\nscaler = torch.amp.GradScaler("
-            "torch.accelerator.current_accelerator().type, init_scale=1024.0)\n",
+            'getattr(torch.accelerator.current_accelerator(), "type", "cpu"), '
+            "init_scale=1024.0)\n",
         ),
         Invalid(
             "import torch\nwith torch.cuda.amp.autocast(True):\n    pass\n",
             2,
             6,
             fixed="import torch\n"
-            "with torch.autocast(torch.accelerator.current_accelerator().type, enabled=True):\n"
+            'with torch.autocast(getattr(torch.accelerator.current_accelerator(), "type", "cpu"), '
+            "enabled=True):\n"
             "    pass\n",
         ),
         Invalid("from torch.cuda.amp import autocast\nwith autocast(True):\n    pass\n", 2, 6),
