@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from portlint.atomic import write_atomically
 from portlint.bounds import compile_quietly, python_verdict
 from portlint.cache import Cache, digest, file_stamp
+from portlint.catalog import GUARDABLE
 from portlint.findings import (
     Edit,
     Fix,
@@ -37,8 +38,13 @@ from portlint.findings import (
     split_lines,
 )
 from portlint.index.int64 import INT64_CODES
-from portlint.index.project import Project, join_key, module_name
-from portlint.index.reading import RETURNS_AMBIENT_STREAM, read_module, stream_helpers
+from portlint.index.project import Project, join_key, module_name, namespace_of
+from portlint.index.reading import (
+    FIXTURE_TEXT,
+    RETURNS_AMBIENT_STREAM,
+    read_module,
+    stream_helpers,
+)
 from portlint.index.store import STREAM_HELPERS, Facts, IndexStore
 from portlint.registry import BrokenRules
 from portlint.settings import Settings
@@ -239,8 +245,10 @@ def judged_alone(
     path: str, source: str, settings: Settings, found: list[Violation], notes: dict[str, list]
 ) -> list[Violation]:
     """``found`` (the findings of ``source``, whose rules left ``notes``) judged as a project of
-    this one file: its int64 findings by its own kernels (:mod:`portlint.index.int64`)."""
-    if not any(v.code in INT64_CODES for v in found):
+    this one file: its int64 findings by its own kernels (:mod:`portlint.index.int64`), its
+    tests by its own pytest fixtures."""
+    tests = FIXTURE_TEXT in source and any(v.code in GUARDABLE for v in found)
+    if not (tests or any(v.code in INT64_CODES for v in found)):
         return found
     tree = parse_ast(source)
     if tree is None:
@@ -716,9 +724,18 @@ def _with_stream_helpers(
 
 
 def _top_packages(files: list[Path]) -> frozenset[str]:
-    """The top-level packages (and modules) that ``files`` belong to, as Python imports them."""
+    """The top-level packages (and modules) that ``files`` belong to, as Python imports them,
+    and the namespace packages they may be parts of (:func:`~portlint.index.project.
+    namespace_of`): the project's code may import them by either name."""
     folders: dict[str, str] = {}
-    return frozenset(module_name(str(file), folders).split(".")[0] for file in files)
+    found: set[str] = set()
+    for file in files:
+        module = module_name(str(file), folders)
+        found.add(module.split(".")[0])
+        namespace = namespace_of(str(file), module)
+        if namespace is not None:
+            found.add(namespace)
+    return frozenset(found)
 
 
 class _Runner:

@@ -96,6 +96,8 @@ CUDA_ONLY_LIBRARIES: dict[str, str] = {
     "smdistributed": "SageMaker distributed (model and data parallel)",
     "nvdiffrast": "nvdiffrast", "tinycudann": "tiny-cuda-nn", "kvikio": "KvikIO (GPUDirect Storage)",
     "bitblas": "BitBLAS", "marlin": "Marlin (IST-DASLab's kernels)",
+    "cuda.tile": "cuTile (NVIDIA's CUDA Tile DSL)", "cuda.cccl": "CCCL Python",
+    "cuda.compute": "CCCL Python", "cuda.coop": "CCCL Python",
     # AMD
     "aiter": "AITER", "flydsl": "FlyDSL", "wave_lang": "Wave", "amdsmi": "AMD SMI",
     "pyrsmi": "ROCm SMI", "hip.hip": "hip-python", "triton.language.extra.hip": "Triton's HIP extras",

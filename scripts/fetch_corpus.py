@@ -10,6 +10,7 @@ known-real test (``tests/test_known_real.py``) at it. A finished release is not 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tarfile
@@ -34,14 +35,16 @@ HELD_OUT = (
     "xtuner==0.2.0", "open-clip-torch==3.3.0", "pyannote-audio==4.0.7", "auto-round==0.16.1",
     "transformer-lens==4.3.0", "compressed-tensors==0.20.1", "pytorch-metric-learning==2.9.0",
     "skorch==1.4.0", "flagembedding==1.4.2", "deepspeed-mii==0.3.3", "unsloth-zoo==2026.10.9",
-    "lerobot==0.4.4", "pytorch-ignite==0.5.5", "lightly==1.6.0",
+    "lerobot==0.4.4", "pytorch-ignite==0.5.5", "lightly==1.6.0", "fastvideo==0.2.1",
+    "fairchem-core==2.24.0", "mace-torch==0.3.16", "liger-kernel==0.8.5",
 )  # fmt: skip
 # Releases whose package is not named as the distribution is (`megatron-core` installs `megatron`).
 PACKAGES = {
     "megatron-core": "megatron", "nemo-toolkit": "nemo", "ms-swift": "swift",
     "lightning-thunder": "thunder", "mosaicml": "composer", "lm-eval": "lm_eval",
     "open-clip-torch": "open_clip", "pyannote-audio": "pyannote", "flagembedding": "FlagEmbedding",
-    "deepspeed-mii": "mii", "pytorch-ignite": "ignite",
+    "deepspeed-mii": "mii", "pytorch-ignite": "ignite", "fairchem-core": "fairchem",
+    "mace-torch": "mace", "optimum-habana": "optimum", "liger-kernel": "liger_kernel",
 }  # fmt: skip
 PLATFORMS = ["manylinux2014_x86_64", *(f"manylinux_2_{n}_x86_64" for n in range(17, 41))]
 
@@ -70,8 +73,10 @@ def _python_files(archive: Path, package: str, dest: Path) -> None:
     if archive.suffix == ".whl":
         with zipfile.ZipFile(archive) as wheel:
             for name in wheel.namelist():
-                if name.startswith(f"{package}/") and name.endswith(".py"):
-                    target = dest / name
+                # (Some wheels keep the package under `NAME-VERSION.data/purelib/`.)
+                inside = re.sub(r"^[^/]+\.data/(?:pure|plat)lib/", "", name)
+                if inside.startswith(f"{package}/") and inside.endswith(".py"):
+                    target = dest / inside
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(wheel.read(name))
         return

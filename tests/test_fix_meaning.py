@@ -131,6 +131,33 @@ def test_messages_name_what_is_in_scope(source, code, named):
         assert "worker" not in message
 
 
+@pytest.mark.parametrize(
+    ("source", "refused"),
+    [
+        ("import torch\nwith torch.autocast('cuda', dtype=torch.float32):\n    pass\n", True),
+        ("import torch\nwith torch.amp.autocast('cuda', torch.float):\n    pass\n", True),
+        ("import torch\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n", False),
+        ("import torch\nwith torch.autocast('cuda', enabled=False):\n    pass\n", False),
+    ],
+)  # fmt: skip
+def test_an_autocast_to_float32_is_said_to_turn_itself_off_elsewhere(source, refused):
+    """torch's autocast takes float32 on CUDA only (elsewhere: "the target dtype is not
+    supported. Disabling autocast"), so passing another device type does not keep the meaning
+    of an autocast used to force float32 (fastvideo's `@torch.autocast(device_type="cuda",
+    dtype=torch.float32)`)."""
+    (message,) = messages(source, "PORT101")
+    assert ("warns and turns itself off" in message) is refused
+    assert ("`enabled=False`" in message) is refused
+
+
+def test_torch_autocast_refuses_float32_off_cuda():
+    """What the message above says, as the installed torch does it, on the CPU."""
+    torch = pytest.importorskip("torch")
+    refused = pytest.warns(UserWarning, match="target dtype is not supported. Disabling autocast")
+    with refused, torch.autocast("cpu", dtype=torch.float32):
+        assert not torch.is_autocast_enabled("cpu")
+
+
 # The wrong shapes of issue #20, each with the fix it must get (None: no fix).
 SHAPES = [
     pytest.param(

@@ -98,6 +98,18 @@ def words_in(node: cst.CSTNode, targets: bool = True) -> set[str]:
     return found
 
 
+def _strings_in(node: cst.CSTNode) -> set[str]:
+    """The plain string literals in ``node``'s code."""
+    found: set[str] = set()
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, cst.SimpleString) and isinstance(current.evaluated_value, str):
+            found.add(current.evaluated_value)
+        pending.extend(children(current))
+    return found
+
+
 def compiles_cuda(call: cst.Call) -> bool:
     """A call given CUDA sources to build (``load(sources=["k.cu"])``, ``load_inline(
     cuda_sources=...)``, ``load_jit(cuda_files=[...])``): the code runs where nvcc built them."""
@@ -329,13 +341,20 @@ class GuardTests(cst.BatchableCSTVisitor):
 
     def _asks_torch_version(self, test: cst.BaseExpression) -> bool:
         """A test of the torch release (or of a torch attribute's presence) that names no CUDA:
-        ``is_torch_greater_or_equal("2.7")``, ``hasattr(torch, "accelerator")``, ``TORCH_2_4``."""
+        ``is_torch_greater_or_equal("2.7")``, ``hasattr(torch, "accelerator")``, ``TORCH_2_4``,
+        ``compare_version("torch", operator.ge, "2.4.0")`` (the package named by a string)."""
         name = dotted_name(test)
         if name in self.version_names or RELEASE_FLAG.fullmatch((name or "").rpartition(".")[2]):
             return True
         if not self.may_ask_versions:
             return False
-        found = words_in(test)
-        if "torch" not in found or any(names_cuda(word) for word in found):
+        found, strings = words_in(test), _strings_in(test)
+        if "torch" in strings:
+            found.add("torch")
+        # (Not a test of a device: `getattr(torch.version, "hip", None)`, `hasattr(torch, "xpu")`,
+        # `hasattr(torch._C, "_cuda_getCurrentRawStream")`.)
+        if any(names_other_device(s) for s in strings) or self.other_device(test):
+            return False
+        if "torch" not in found or any(names_cuda(word) for word in {*found, *strings}):
             return False
         return bool(VERSION_WORDS & found) or "hasattr" in found

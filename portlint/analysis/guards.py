@@ -11,8 +11,9 @@ and why (:class:`Silence`):
   ``DistributedType.MULTI_GPU`` — ``isinstance(x, CudaThing)``, a configured guard call), the
   ``else`` of a negated guard, the rest of a block after ``if not <guard>: return`` (or ``raise``,
   ``pytest.skip(...)``) or ``assert <guard>``, the CUDA side of a conditional expression, the
-  right of ``<guard> and ...``; ``torch.version.hip is not None`` (a ROCm build); and a function
-  every call of which in the module is guarded ("one call away");
+  right of ``<guard> and ...``; ``torch.version.hip is not None`` (a ROCm build); the methods of
+  a class whose ``__init__`` raises unless on CUDA; and a function every call of which in the
+  module is guarded ("one call away");
 - ``names``: the body of a function or class named for CUDA or ROCm (``forward_cuda``,
   ``class CudaPlatform``, ``def cuda(self)``) or of a class derived from one;
 - ``tests``: a test function, class or module that runs only where CUDA is (``skipif(not
@@ -24,7 +25,7 @@ and why (:class:`Silence`):
   by device type, a kernel registered with torch for CUDA only, a class that declares CUDA as the
   only device it supports;
 - ``fallbacks``: the arm of a torch-version (or ``hasattr(torch, ...)``) test that keeps a CUDA
-  call for an older torch, and the right of ``<portable accelerator query> or <CUDA>``.
+  call for an older torch (the rest of the block, where the other arm returns), and the right of ``<portable accelerator query> or <CUDA>``.
 
 It also records the tests of these guards, so that a finding *in* a test can be judged: the
 check that confines CUDA-only code is not a portability bug (see :meth:`GuardAnalysis.check`).
@@ -145,6 +146,7 @@ class GuardAnalysis(GuardTests):
         questions = questions or CudaQuestions()
         self.answering = questions.answers
         self.requiring = questions.requirements
+        self.cuda_classes = questions.cuda_classes
         self.library_names = library_names or {}
         self.inferences = inferences
         # Nodes that run only on CUDA (with everything under them), and why.
@@ -394,7 +396,11 @@ class GuardAnalysis(GuardTests):
         if not (isinstance(parent, cst.If) and parent.orelse is node):
             self._dispatch_chain(node)
         if self._infers("fallbacks") and self._asks_torch_version(test):
-            self._fallback_arms(node.body, node.orelse, node, test)
+            if node.orelse is not None:
+                self._fallback_arms([(node.body,), (node.orelse,)], node, test)
+            elif block_ends_in(node.body, (cst.Return,), frozenset()):
+                # (`if <new torch>: return <portable>`: the rest is the other torch's)
+                self._fallback_arms([(node.body,), self._rest_of_block(node)], node, test)
 
     def _picks_cpu_otherwise(self, node: cst.If) -> bool:
         """Whether the path an ``if`` takes where its test of CUDA fails picks the CPU."""
@@ -599,21 +605,20 @@ class GuardAnalysis(GuardTests):
             silence = self._guard(node.test, node, "`... if {code} else ...`")
             self._mark(node.body if polarity == 1 else node.orelse, silence)
         elif self._infers("fallbacks") and self._asks_torch_version(node.test):
-            self._fallback_arms(node.body, node.orelse, node, node.test)
+            self._fallback_arms([(node.body,), (node.orelse,)], node, node.test)
 
     def _fallback_arms(
-        self, body: cst.CSTNode, orelse: cst.CSTNode | None, shown: cst.CSTNode, test: cst.CSTNode
+        self, arms: list[Sequence[cst.CSTNode]], shown: cst.CSTNode, test: cst.CSTNode
     ) -> None:
-        """Of two arms of a torch-version test, the one that uses CUDA where the other does not
-        is the fallback for the other torch (what the arms name, not what they bind: both may
-        bind `torch_cuda_amp_custom_fwd`)."""
-        if orelse is None:
-            return
-        uses = {arm: "cuda" in words_in(arm, targets=False) for arm in (body, orelse)}
-        for arm, cuda in uses.items():
-            if cuda and not any(other for a, other in uses.items() if a is not arm):
+        """Of the two arms of a torch-version test (each its nodes: a body, an ``else``, or the
+        rest of the block after a body that leaves), the one that uses CUDA where the other does
+        not is the fallback for the other torch (what the arms name, not what they bind: both
+        may bind `torch_cuda_amp_custom_fwd`)."""
+        uses = [any("cuda" in words_in(n, targets=False) for n in arm) for arm in arms]
+        if uses.count(True) == 1:
+            for node in arms[uses.index(True)]:
                 why = "the arm for another torch release of `{code}`"
-                self._mark(arm, Silence("fallbacks", why, shown, quoted=test))
+                self._mark(node, Silence("fallbacks", why, shown, quoted=test))
 
     def visit_Dict(self, node: cst.Dict) -> None:
         """``{"cuda": torch.cuda.synchronize, "xpu": ..., "cpu": ...}``: a table keyed by device
@@ -667,9 +672,29 @@ class GuardAnalysis(GuardTests):
         self._test_decorators(node)
         self._cuda_ranks(node)
         self._declared_devices(node)
+        self._made_only_on_cuda(node)
         self.guard_names.append({})
         self.count_names.append(set())
         self._bind_guard_names(node.body.body)
+
+    def _made_only_on_cuda(self, node: cst.ClassDef) -> None:
+        """A module's class whose ``__init__`` raises unless on CUDA before it can return
+        (``assert torch.cuda.is_initialized(), "Cuda Graphs can only be used with GPUs"``) has
+        no instance elsewhere: its methods run only on CUDA (and what only they call)."""
+        top_level = len(self.classes) == 1 and not self.function_stack  # (`classes`: this one)
+        if not top_level or node.name.value not in self.cuda_classes:
+            return
+        # (None where the lint's cut of the module left `__init__` out: the class says so then.)
+        init = next(
+            (
+                m
+                for m in node.body.body
+                if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"
+            ),
+            None,
+        )
+        why = f"no `{node.name.value}` is made off CUDA: its `__init__` raises unless on CUDA"
+        self._mark(node.body, Silence("guard", why, init or node))
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.classes.pop()

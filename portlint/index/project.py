@@ -2,7 +2,7 @@
 that it silences.
 
 Each module's facts are read once (:func:`portlint.index.reading.read_module`, kept by
-:mod:`portlint.index.store`); this module joins them. Five inferences cross modules, each with a
+:mod:`portlint.index.store`); this module joins them. Six inferences cross modules, each with a
 kind that ``platform-inferences`` can switch off and that ``--show-silenced`` names:
 
 - ``callers``: a function or class every use of which in the project runs only on CUDA (under a
@@ -12,12 +12,18 @@ kind that ``platform-inferences`` can switch off and that ``--show-silenced`` na
   A function the project never uses is its users' to call: it stays as it is.
 - ``rebinds``: a ``torch.cuda`` attribute that the project itself rebinds, unconditionally
   (``torch.cuda.Event = torch.xpu.Event``, a device backend's shim), is the project's own object
-  wherever the shim applies: its uses are not reported.
+  wherever the shim applies: its uses are not reported. (Not one made only under a test of
+  another device, ``if supports_xpu_graph(): torch.cuda.CUDAGraph = torch.xpu.XPUGraph``: where
+  the test fails the CUDA object is used, and vLLM's capture of Gemma 4's centroids, which looks
+  at no graph setting, raises there.)
 - ``imports``, across modules: a module that imports unconditionally at its top level a module
   of the project that cannot be imported without a library that exists only for NVIDIA or AMD
   GPUs (it imports one so, at any number of hops, or its package's ``__init__`` does) cannot be
   imported without it either; and the code that follows such an import in its block (in a
   function, a branch, a ``try``) runs only where the library is.
+- ``tests``, across modules: a test (or fixture) that requests a pytest fixture which stops the
+  test unless on CUDA (it skips, fails or raises before it gives its value), from its own module
+  or the nearest ``conftest.py`` above it, as pytest finds fixtures, runs only on CUDA.
 - ``guard``, across modules: a name another module defines as a check of CUDA (a top-level flag
   assigned only CUDA tests or falsy constants, a function that answers "is this CUDA?") guards
   the code that runs only where it holds; a call of another module's function that raises
@@ -34,7 +40,7 @@ import hashlib
 import json
 import os
 from collections import defaultdict, deque
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -70,6 +76,22 @@ def module_name(path: str, packages: dict[str, str] | None = None) -> str:
     if stem == "__init__":
         return prefix
     return f"{prefix}.{stem}" if prefix else stem
+
+
+def namespace_of(path: str, module: str) -> str | None:
+    """The name of the folder above the top-level package that ``path`` (imported as
+    ``module``, with no namespace) is in, where that could be a namespace package (PEP 420):
+    ``fairchem`` for ``fairchem/core/models/x.py`` (``core.models.x``), where ``fairchem/`` has
+    no ``__init__.py``. None for a top-level module, or a folder whose name Python cannot
+    import."""
+    depth = module.count(".") + (os.path.basename(path) == "__init__.py")
+    if not depth:
+        return None
+    folder = os.path.dirname(os.path.abspath(path))
+    for _ in range(depth):
+        folder = os.path.dirname(folder)
+    name = os.path.basename(folder)
+    return name if name.isidentifier() else None
 
 
 def _package_of(folder: str, packages: dict[str, str]) -> str:
@@ -117,6 +139,11 @@ class Project:
         self.facts = facts
         folders: dict[str, str] = {}
         self.module_of = {path: module_name(path, folders) for path in facts}
+        self.namespaces = verdicts["namespaces"] if verdicts is not None else self._namespaces()
+        for path, module in self.module_of.items():
+            top = module.partition(".")[0]
+            if top in self.namespaces:
+                self.module_of[path] = f"{self.namespaces[top]}.{module}"
         self.path_of = {name: path for path, name in self.module_of.items()}
         self.is_package = {path: os.path.basename(path) == "__init__.py" for path in facts}
         self._defined: dict[str, set[str]] = {}  # per module, its functions and classes
@@ -124,6 +151,8 @@ class Project:
         self._shown: dict[str, str] = {}
         inferences = settings.platform_inferences
         self.callers = "callers" in inferences
+        self.tests = "tests" in inferences
+        self._conftests: dict[str, str] | None = None  # by folder (absolute), once asked for
         self.sites: dict[tuple[str, str], list[Site]] = defaultdict(list)
         self.importers: dict[str, list[Site]] = defaultdict(list)
         if verdicts is not None:
@@ -141,6 +170,24 @@ class Project:
             self._solve()
 
     # --- names ------------------------------------------------------------------------------
+    def _namespaces(self) -> dict[str, str]:
+        """The top-level packages of the tree that are parts of a namespace package (PEP 420:
+        a folder with no ``__init__.py``, ``fairchem/`` of ``fairchem/core/``), each with the
+        namespace's name: those that the project's code imports by that name (``from
+        fairchem.core.models import x``); Python finds no other name for them. A folder above
+        packages that nothing imports so (``src/``) is not one."""
+        candidates: dict[str, str] = {}
+        for path, module in self.module_of.items():
+            namespace = namespace_of(path, module)
+            if namespace is not None:
+                candidates.setdefault(module.partition(".")[0], namespace)
+        imported = {
+            tuple(row[0].split(".", 2)[:2])
+            for data in (self.facts.values() if candidates else ())
+            for row in data["imports"]
+        }
+        return {top: name for top, name in candidates.items() if (name, top) in imported}
+
     def _absolute(self, path: str, module: str) -> str:
         """``module`` as imported in ``path`` (``..x`` relative to its package), made absolute."""
         level = len(module) - len(module.lstrip("."))
@@ -362,6 +409,7 @@ class Project:
                 for m, why in self.confined_modules.items()
             },
             "names": list(names),
+            "namespaces": self.namespaces,
         }  # fmt: skip
 
     def _take(self, verdicts: dict[str, Any]) -> None:
@@ -498,6 +546,9 @@ class Project:
         tested = self._tested_first(path, violation)
         if tested is not None:
             return tested
+        requested = self._requests_cuda_fixture(path, violation)
+        if requested is not None:
+            return requested
         data = self.facts[path]
         unit = self._unit_of(violation)
         if unit is not None:
@@ -548,6 +599,62 @@ class Project:
                 why = f"it runs only where `{name}` holds, which holds only on CUDA ({where})"
             return Silenced(violation, "guard", why, line)
         return None
+
+    def _requests_cuda_fixture(self, path: str, violation: Violation) -> Silenced | None:
+        """Where ``violation`` is in a test (or fixture) that requests a pytest fixture which
+        stops the test unless on CUDA (it skips, fails or raises there before it gives anything),
+        itself or through the fixtures it requests."""
+        if not self.tests:
+            return None
+        for first, last, names in self.facts[path].get("fixture_requests", ()):
+            if first <= violation.line <= last:
+                for name in names:
+                    found = self._cuda_fixture(path, name, MAX_REEXPORTS)
+                    if found is not None:
+                        where = f"{self.shown(found[0])}:{found[1]}"
+                        why = f"the test requests `{name}`, a fixture that skips unless on CUDA"
+                        why += f" ({where})"
+                        return Silenced(violation, "tests", why, first)
+        return None
+
+    def _cuda_fixture(self, path: str, name: str, hops: int) -> tuple[str, int] | None:
+        """Where the fixture ``name``, as a test in ``path`` gets it, stops unless on CUDA (the
+        path and line of the check), if it does: pytest takes the fixture of that name from the
+        module itself, else from the nearest ``conftest.py`` in its folder or a folder above."""
+        for scope in self._fixture_scopes(path):
+            fixture = self.facts[scope].get("fixtures", {}).get(name)
+            if fixture is None:
+                continue
+            _, stop, requested = fixture
+            if stop:
+                return scope, stop
+            if hops:
+                for other in requested:
+                    if other != name:
+                        found = self._cuda_fixture(scope, other, hops - 1)
+                        if found is not None:
+                            return found
+            return None
+        return None
+
+    def _fixture_scopes(self, path: str) -> Iterator[str]:
+        """``path`` and the ``conftest.py`` files of the project above it, nearest first."""
+        if self._conftests is None:
+            self._conftests = {
+                os.path.dirname(os.path.abspath(p)): p
+                for p in self.facts
+                if os.path.basename(p) == "conftest.py"
+            }
+        if os.path.basename(path) != "conftest.py":
+            yield path
+        folder = os.path.dirname(os.path.abspath(path))
+        while True:
+            if folder in self._conftests:
+                yield self._conftests[folder]
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                return
+            folder = parent
 
     def _cuda_name(self, path: str, name: str) -> tuple[str, int, str] | None:
         """Where the project's module defines what ``name`` (a dotted use in ``path``) is, as a

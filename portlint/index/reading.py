@@ -204,6 +204,9 @@ class CudaQuestions(NamedTuple):
     # raise RuntimeError(...)``, ``assert x.is_cuda``): the rest of a block after a call of one
     # runs only on CUDA, as after the check itself.
     requirements: frozenset[str] = frozenset()
+    # The module's classes whose ``__init__`` raises unless on CUDA before it can return: no
+    # instance of one exists elsewhere, so its methods run only on CUDA.
+    cuda_classes: frozenset[str] = frozenset()
 
 
 def cuda_questions(tree: ast.Module) -> CudaQuestions:
@@ -220,7 +223,16 @@ def cuda_questions(tree: ast.Module) -> CudaQuestions:
             ]
     answers = frozenset(name for name, function in functions if _answers_cuda(function))
     requirements = frozenset(name for name, function in functions if _requires_cuda(function))
-    return CudaQuestions(answers, requirements)
+    classes = frozenset(
+        statement.name
+        for statement in tree.body
+        if isinstance(statement, ast.ClassDef)
+        and any(
+            isinstance(member, FUNCTIONS) and member.name == "__init__" and _requires_cuda(member)
+            for member in statement.body
+        )
+    )
+    return CudaQuestions(answers, requirements, classes)
 
 
 def _requires_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -269,7 +281,9 @@ def _answers_cuda(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 def _one_query(test: ast.expr) -> bool:
     """``torch.cuda.is_available()``, ``x.is_cuda``, ``x.device.type == "cuda"``: one question
-    about CUDA, and nothing more."""
+    about CUDA, and nothing more (``not (a or b)`` asks two, as ``not a and not b`` does)."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
     return not isinstance(test, ast.BoolOp)
 
 
@@ -383,6 +397,112 @@ def _skipped_unless(decorators: list[ast.expr]) -> list[str]:
     return names
 
 
+FIXTURE_TEXT = "fixture"  # in the text of every module that defines or requests a pytest fixture
+
+
+def pytest_fixtures(tree: ast.Module, questions: CudaQuestions) -> dict[str, list[Any]]:
+    """The module's pytest fixtures, by the name a test requests them by (``name=`` where
+    given): ``[line, stop, requested]``, where ``stop`` is the line of a check that stops the
+    test unless on CUDA before the fixture gives anything (``if not torch.cuda.is_available():
+    pytest.skip(...)``, ``assert x.is_cuda``, a call of a function that raises unless on CUDA;
+    0 where there is none) and ``requested`` the fixtures it requests in turn."""
+    found: dict[str, list[Any]] = {}
+    for function in _functions_and_methods(tree):
+        marker = next(filter(None, map(_fixture_marker, function.decorator_list)), None)
+        if marker is None:
+            continue
+        keywords = marker.keywords if isinstance(marker, ast.Call) else []
+        named = [
+            k.value.value for k in keywords if k.arg == "name" and isinstance(k.value, ast.Constant)
+        ]
+        stop = _stops_unless_cuda(function, questions)
+        found[str(named[0]) if named else function.name] = [
+            function.lineno,
+            stop,
+            _requested(function),
+        ]
+    return found
+
+
+def fixture_requests(tree: ast.Module) -> list[list[Any]]:
+    """Where tests and fixtures request fixtures: ``[first line, last line, names]`` for each
+    ``test*`` function or method and each fixture that requests any, by its parameters or
+    ``@pytest.mark.usefixtures(...)``, and for each class so marked."""
+    rows = []
+    for function in _functions_and_methods(tree):
+        decorators = function.decorator_list
+        if function.name.startswith("test") or any(map(_fixture_marker, decorators)):
+            names = _requested(function) + _used_fixtures(decorators)
+            first = min([function.lineno, *(d.lineno for d in decorators)])
+            if names:
+                rows.append([first, function.end_lineno or function.lineno, names])
+    for statement in tree.body:
+        if isinstance(statement, ast.ClassDef):
+            names = _used_fixtures(statement.decorator_list)
+            if names:
+                first = min([statement.lineno, *(d.lineno for d in statement.decorator_list)])
+                rows.append([first, statement.end_lineno or statement.lineno, names])
+    return rows
+
+
+def _functions_and_methods(tree: ast.Module) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    for statement in tree.body:
+        if isinstance(statement, FUNCTIONS):
+            yield statement
+        elif isinstance(statement, ast.ClassDef):
+            yield from (member for member in statement.body if isinstance(member, FUNCTIONS))
+
+
+def _fixture_marker(decorator: ast.expr) -> ast.expr | None:
+    """``@pytest.fixture``, ``@pytest.fixture(scope="module")``, ``@fixture``: the decorator."""
+    callee = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return decorator if (dotted(callee) or "").rsplit(".", 1)[-1] == "fixture" else None
+
+
+def _requested(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """The fixtures a test or fixture requests: its parameters (not ``self`` or ``cls``)."""
+    arguments = function.args
+    names = [a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
+    return [name for name in names if name not in ("self", "cls")]
+
+
+def _used_fixtures(decorators: list[ast.expr]) -> list[str]:
+    """The fixtures ``@pytest.mark.usefixtures("a", "b")`` names."""
+    return [
+        arg.value
+        for d in decorators
+        if isinstance(d, ast.Call) and (dotted(d.func) or "").endswith("usefixtures")
+        for arg in d.args
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+    ]
+
+
+def _stops_unless_cuda(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, questions: CudaQuestions
+) -> int:
+    """The line of the check by which a fixture stops its test unless on CUDA (it skips,
+    fails or raises; not ``return``, after which the test runs on), before it can give a
+    value; 0 where it has none."""
+    for statement in function.body:
+        if holds_own([statement], (ast.Return, ast.Yield, ast.YieldFrom)):
+            return 0
+        if _requires(statement, questions.requirements) or (
+            _exits_unless_cuda(statement, questions.answers) and _stops(statement)
+        ):
+            return statement.lineno
+    return 0
+
+
+def _stops(statement: ast.stmt) -> bool:
+    """``assert ...``, or an ``if`` whose block ends in ``raise`` or a skip, fail or exit."""
+    if isinstance(statement, ast.Assert):
+        return True
+    last = statement.body[-1] if isinstance(statement, ast.If) else None
+    if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+        return dotted(last.value.func) in EXIT_CALLS
+    return isinstance(last, ast.Raise)
+
+
 class _Reader(ast.NodeVisitor):
     """One walk of a module, carrying whether the code reached runs only on CUDA, and in which
     function or class (a qualified name: ``f``, ``C``, ``C.m``) it is.
@@ -417,6 +537,7 @@ class _Reader(ast.NodeVisitor):
     def __init__(self, questions: CudaQuestions) -> None:
         self.predicates = questions.answers  # the module's functions that answer "is this CUDA?"
         self.requirements = questions.requirements  # and those that raise unless on CUDA
+        self.cuda_classes = questions.cuda_classes  # classes made only on CUDA
         # What confines the code the walk is in to CUDA: a test's span, True for a name or a
         # marker, False for nothing.
         self.guarded: Guard = False
@@ -609,7 +730,15 @@ class _Reader(ast.NodeVisitor):
         for name in self._imported_names(_skipped_unless(node.decorator_list)):
             first = min(d.lineno for d in node.decorator_list)
             self.tested.append([name, first, node.end_lineno or node.lineno, first, "if"])
-        cuda_only = names_cuda(node.name) or _marked_for_cuda(node.decorator_list, self.predicates)
+        cuda_only = (
+            names_cuda(node.name)
+            or _marked_for_cuda(node.decorator_list, self.predicates)
+            or (
+                isinstance(node, ast.ClassDef)
+                and self.depth == 1
+                and node.name in self.cuda_classes
+            )
+        )
         self._block(node.body, cuda_only)
         self.unit, self.depth, self.conditional, self.attempted = saved
 
@@ -796,6 +925,8 @@ def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
         "stream_helpers": stream_helpers(tree) if reader.returns_stream else [],
         "tested": [row for row in reader.tested if row[0].partition(".")[0] in ours],
         "cuda_names": _cuda_names(reader, questions),
+        "fixtures": pytest_fixtures(tree, questions),
+        "fixture_requests": fixture_requests(tree),
     }
 
 

@@ -19,17 +19,21 @@ from portlint.platform import words
 from portlint.rule import Invalid, Quiet, Rule
 
 TORCH_DEVICE = ("torch.device",)
+AUTOCASTS = ("torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast")
 # Calls whose first parameter is a device type or a device: `torch.autocast("cuda")`.
 DEVICE_TYPE_FIRST = (
-    "torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast",
-    "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.Generator",
+    *AUTOCASTS, "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.Generator",
     "torch.get_device_module",
 )  # fmt: skip
-# unittest.mock's makers of stand-ins (also through `mock.`, `mocker.`), and what a mock is told
-# to return or asserted to have been called with: a device there is data, nothing runs on it.
+# The float32 dtype as written (torch's autocast supports it on CUDA only).
+FLOAT32 = frozenset({"torch.float32", "torch.float"})
+# unittest.mock's makers of stand-ins (also through `mock.`, `mocker.`), pytest's
+# `monkeypatch.setattr` (its value is the stand-in), and what a mock is told to return or asserted
+# to have been called with: a device there is data, nothing runs on it.
 MOCK_MAKERS = frozenset({
     "Mock", "MagicMock", "NonCallableMock", "NonCallableMagicMock", "AsyncMock", "PropertyMock",
     "create_autospec", "patch", "patch.object", "patch.dict", "patch.multiple", "mock.call",
+    "monkeypatch.setattr",
     "assert_called_with", "assert_called_once_with", "assert_any_call", "assert_has_calls",
     "assert_awaited_with", "assert_awaited_once_with",
 })  # fmt: skip
@@ -47,9 +51,9 @@ class HardcodedCudaDevice(Rule):
     `.to("cuda")`, and `map_location="cuda"` (a checkpoint restored onto CUDA by name).
     Silent inside CUDA-only platform guards (`if torch.cuda.is_available():`,
     `if not current_platform.is_cuda(): return`, ...) and in `cuda-only-paths`, and where the
-    device is data for a test double: given to `Mock(...)`/`patch(...)` or as a mock's
-    `return_value`/`side_effect`, or the expected arguments of `assert_called_with(...)`, or
-    held in a local that the function uses only so and in assertions; where tensors are made
+    device is data for a test double: given to `Mock(...)`, `patch(...)` or
+    `monkeypatch.setattr(...)`, or as a mock's `return_value`/`side_effect`, or the expected
+    arguments of `assert_called_with(...)`, or held in a local that the function uses only so and in assertions; where tensors are made
     under `with FakeTensorMode(...):` (fake tensors: the device is metadata, no CUDA is needed);
     and for a parameter's default, where the function never reads the parameter.
 
@@ -74,7 +78,10 @@ class HardcodedCudaDevice(Rule):
         draft = torch.zeros(8, dtype=torch.int32, device=device)
     ```
     Where no device is in scope, `torch.accelerator.current_accelerator()` names the build's
-    accelerator.
+    accelerator. An autocast to float32 (`torch.autocast("cuda", dtype=torch.float32)`, used to
+    force full precision inside a mixed-precision region) has no such equivalent: torch takes
+    float32 for CUDA's autocast only, and on any other device warns and turns autocast off, so
+    the message says to turn autocast off (`enabled=False`) and cast the inputs with `.float()`.
 
     ## Fix safety
     Unsafe: it changes where tensors live off CUDA, and is offered only where it keeps the
@@ -135,6 +142,9 @@ class HardcodedCudaDevice(Rule):
         "with mock.patch.object(loader, 'target_device', return_value=torch.device('cuda:0')):\n"
         "    pass\n",
         "import torch\nfrom unittest.mock import MagicMock\nt = MagicMock(device=torch.device('cuda'))\n",
+        # The stand-in that a test's `monkeypatch` puts in place: data, as a mock's.
+        "import torch\ndef test_f(monkeypatch):\n"
+        "    monkeypatch.setattr(m, 'local_device', lambda: torch.device('cuda:5'))\n",
         "import torch\nget.return_value = torch.device('cuda')\n",
         "model.to.assert_called_once_with('cuda')\nmove.assert_called_with(x, device='cuda')\n",
         "import torch\nfrom unittest import mock\ndef test_device(self, m):\n"
@@ -361,7 +371,13 @@ class HardcodedCudaDevice(Rule):
                     callee in MOCK_MAKERS
                     or callee.rpartition(".")[2] in MOCK_MAKERS
                     or callee.endswith(
-                        ("patch.object", "patch.dict", "patch.multiple", "mock.call")
+                        (
+                            "patch.object",
+                            "patch.dict",
+                            "patch.multiple",
+                            "mock.call",
+                            "monkeypatch.setattr",
+                        )
                     )
                 ):
                     return _test_double(f"{callee}(...)", current)
@@ -485,12 +501,17 @@ class HardcodedCudaDevice(Rule):
             device_type_arg = positional(node, 0)
         if device_type_arg and is_cuda_device_literal(device_type_arg.value):
             callee = dotted_name(node.func) or "the call"
-            self.report(
-                device_type_arg.value,
+            message = (
                 f"`{callee}` is given the CUDA device type by name; pass the type of the device "
-                f"in use (`{device_type(message_device(self, node))}`)",
-                quiet=quiet,
+                f"in use (`{device_type(message_device(self, node))}`)"
             )
+            if resolves_to(self, node.func, AUTOCASTS) and _to_float32(node):
+                message += (
+                    ", but off CUDA an autocast to float32 warns and turns itself off: to compute"
+                    " in float32 on every device, turn autocast off (`enabled=False`) and cast"
+                    " the inputs with `.float()`"
+                )
+            self.report(device_type_arg.value, message, quiet=quiet)
 
     def _type_compared(self, node: cst.Call) -> bool:
         """``torch.device("cuda").type == t``: the string ``"cuda"``, compared (a test, as
@@ -548,6 +569,12 @@ def _bound_in(block: cst.CSTNode, name: str) -> cst.BaseExpression | None:
         if not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             pending.extend(reversed(current.children))
     return None
+
+
+def _to_float32(node: cst.Call) -> bool:
+    """``torch.autocast(..., dtype=torch.float32)``: an autocast that forces float32."""
+    dtype = argument(node, "dtype", 1)
+    return dtype is not None and dotted_name(dtype.value) in FLOAT32
 
 
 def _test_double(what: str, node: cst.CSTNode) -> Quiet:
