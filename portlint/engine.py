@@ -713,8 +713,11 @@ def _with_stream_helpers(
             names = stream_helpers(tree) if tree is not None else []
         if names:
             module = module_name(path, folders)
-            # (as imported elsewhere, and as called in the module itself)
-            helpers.update(f"{module}.{name}" for name in names)
+            namespace = namespace_of(path, module)
+            # (as imported elsewhere, also through a namespace package it may be part of, and
+            # as called in the module itself)
+            for prefix in (module, f"{namespace}.{module}" if namespace else None):
+                helpers.update(f"{prefix}.{name}" for name in names if prefix)
             helpers.update(names)
     if not helpers - set(settings.stream_functions):
         return settings, cache

@@ -683,6 +683,22 @@ def test_a_project_function_that_returns_the_ambient_stream_is_found_not_listed(
     assert _findings(tmp_path, "--cache-dir=.cache", *args) == []
 
 
+def test_a_stream_helper_of_a_namespace_package_is_found_by_the_name_it_is_imported_by(
+    tmp_path,
+):
+    files = {
+        "pyproject.toml": "[tool.portlint]\n",
+        "ns/pkg/__init__.py": "",
+        "ns/pkg/streams.py": STREAMS,
+        "ns/pkg/capture.py": CAPTURE.replace("from pkg.streams", "from ns.pkg.streams"),
+    }
+    tree(tmp_path, files)
+    result = run_cli("check", "ns", "--select", "PORT301", "--no-cache", "-q", cwd=tmp_path)
+    assert [line.split(" ")[:2] for line in result.stdout.splitlines() if "PORT" in line] == [
+        ["ns/pkg/capture.py:8:10:", "PORT301"]
+    ]
+
+
 def test_a_new_tensor_stored_in_a_project_class_is_the_projects_to_judge(tmp_path):
     source = (
         "import torch\nfrom dataclasses import dataclass\n\n\n@dataclass\nclass Result:\n"

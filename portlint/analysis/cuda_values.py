@@ -82,8 +82,13 @@ class _Module:
     def __init__(self, tree: ast.Module, source: str, libraries: tuple[str, ...]) -> None:
         self.libraries = libraries
         self.classes = {s.name: _Class(s) for s in tree.body if isinstance(s, ast.ClassDef)}
+        self.registries = _registries(tree, self.classes)
+        # function (None: the module) -> name -> the module's classes it may hold (`layer = C`,
+        # `kind = kind or C`, a parameter's default `C`, `kind = REGISTRY[key]`): a call of it
+        # is a build of each.
+        self.aliases: dict[ast.AST | None, dict[str, list[_Class]]] = defaultdict(dict)
         self.lines = source.splitlines(keepends=True)
-        names = "|".join(map(re.escape, self.classes))
+        names = "|".join(map(re.escape, [*self.classes, *self.registries]))
         self.class_names = re.compile(rf"\b(?:{names})\b") if names else None
         # function (None: the module) -> name -> (value, under a CUDA guard)
         self.locals: dict[ast.AST | None, dict[str, list[tuple[ast.expr, bool]]]] = defaultdict(
@@ -141,7 +146,12 @@ class _Module:
             self._walk(statement, function, guarded)
             return
         text = self._text(statement)
-        if ":=" in text or (self.class_names is not None and self.class_names.search(text)):
+        aliases = self.aliases.get(function, {})
+        if (
+            ":=" in text
+            or (self.class_names is not None and self.class_names.search(text))
+            or any(alias in text for alias in aliases)
+        ):
             self._walk(statement, function, guarded)
         else:
             self._targets(statement, function)
@@ -223,6 +233,7 @@ class _Module:
                 self._function(statement)  # a top-level function (methods: read with classes)
             elif function is not None:
                 self._expressions(statement, function, guarded)  # (all of it: rare)
+                self.unknown[function].update(_own_names(statement))
             return  # (a top-level class: read with the others)
         self._scan(statement, function, guarded)
         if isinstance(statement, ast.Global):
@@ -235,7 +246,7 @@ class _Module:
             elif isinstance(target, ast.Name):
                 self.locals[function][target.id].append((value, guarded))
         if isinstance(statement, ast.If):
-            said = says_cuda(statement.test)
+            said = self._says(statement.test, function)
             self._block(statement.body, function, guarded or said is True)
             self._block(statement.orelse, function, guarded or said is False)
             return
@@ -252,44 +263,92 @@ class _Module:
     def _scan_definition(
         self, definition: ast.stmt, function: ast.AST | None, guarded: bool
     ) -> None:
-        """The decorators, bases and defaults of a definition: where it is defined, they run."""
-        arguments = getattr(definition, "args", None)
-        parts = [
-            *getattr(definition, "decorator_list", []),
-            *getattr(definition, "bases", []),
-            *(arguments.defaults if arguments else []),
-            *(d for d in (arguments.kw_defaults if arguments else []) if d is not None),
-        ]
+        """The decorators, bases and defaults of a definition: where it is defined, they run. A
+        default that is one of the module's classes makes the parameter an alias of it."""
+        parts = [*getattr(definition, "decorator_list", []), *getattr(definition, "bases", [])]
         for part in parts:
             self._expressions(part, function, guarded)
+        for parameter, default in _defaults(getattr(definition, "args", None)):
+            held = self._class_values(default, function)
+            if held:
+                self.aliases[definition][parameter] = held
+            self._expressions(default, function, guarded, self._naming_classes(default, function))
 
-    def _expressions(self, node: ast.AST, function: ast.AST | None, guarded: bool) -> None:
+    def _expressions(
+        self,
+        node: ast.AST,
+        function: ast.AST | None,
+        guarded: bool,
+        harmless: set[int] | None = None,
+    ) -> None:
         """The module's classes named anywhere in ``node`` (:meth:`_mention`)."""
-        harmless: set[int] = set()
+        harmless = set() if harmless is None else harmless
         for inner in ast.walk(node):
             self._mention(inner, function, guarded, harmless)
+
+    def _class_values(self, node: ast.expr, function: ast.AST | None) -> list[_Class]:
+        """The module's classes ``node`` may be: a class, an alias of some, a registry's entry,
+        or an ``or`` or ``if``-``else`` of them (what else it may be builds none of them)."""
+        if isinstance(node, ast.Name):
+            one = self.classes.get(node.id)
+            return (
+                [one] if one is not None else list(self.aliases.get(function, {}).get(node.id, []))
+            )
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            return list(self.registries.get(node.value.id, []))
+        parts = node.values if isinstance(node, ast.BoolOp) else []
+        if isinstance(node, ast.IfExp):
+            parts = [node.body, node.orelse]
+        return [one for part in parts for one in self._class_values(part, function)]
+
+    def _naming_classes(self, node: ast.expr, function: ast.AST | None) -> set[int]:
+        """The names in ``node`` that :meth:`_class_values` reads: harmless mentions."""
+        named = {*self.classes, *self.registries, *self.aliases.get(function, {})}
+        return {id(n) for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in named}
 
     def _mention(
         self, node: ast.AST, function: ast.AST | None, guarded: bool, harmless: set[int]
     ) -> None:
-        """A class of the module named by ``node``, met before its children: a call of one is a
-        build of it; any other mention lets it escape, but those ``harmless`` collects (the
-        callee of a build, ``C.x``, ``isinstance(y, C)``)."""
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            one = self.classes.get(node.func.id)
-            if one is not None:
-                one.builds.append((node, function, guarded))
-                harmless.add(id(node.func))
-            elif node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+        """A class of the module named by ``node``, met before its children: a call of one (or
+        of an alias or a registry's entry) is a build of it; any other mention lets it escape,
+        but those ``harmless`` collects (the callee of a build, ``C.x``, ``isinstance(y, C)``,
+        the value bound to an alias)."""
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            held = self._class_values(node.value, function)
+            if held and isinstance(target, ast.Name):
+                self.aliases[function].setdefault(target.id, []).extend(held)
+                harmless.update(self._naming_classes(node.value, function))
+            elif (
+                isinstance(node.value, ast.Dict)
+                and function is None
+                and getattr(target, "id", "") in self.registries
+            ):
+                harmless.update(map(id, node.value.values))  # (its entries: called, or escapes)
+        elif isinstance(node, ast.Call):
+            callee = node.func
+            held = self._class_values(callee, function)
+            if held and isinstance(callee, (ast.Name, ast.Subscript)):
+                for one in {id(one): one for one in held}.values():
+                    one.builds.append((node, function, guarded))
+                harmless.update(self._naming_classes(callee, function))
+            elif (
+                isinstance(callee, ast.Name)
+                and callee.id in ("isinstance", "issubclass")
+                and len(node.args) == 2
+            ):
                 kinds = node.args[1]
                 harmless.update(map(id, getattr(kinds, "elts", [kinds])))
-            elif node.func.id == "cls" and function in self.owner:
+            elif isinstance(callee, ast.Name) and callee.id == "cls" and function in self.owner:
                 self.owner[function].escapes = True  # a classmethod builds its class
         elif isinstance(node, ast.Attribute):
             harmless.add(id(node.value))
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            one = self.classes.get(node.id)
-            if one is not None and id(node) not in harmless:
+        elif (
+            isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Load)
+            and id(node) not in harmless
+        ):
+            for one in self._class_values(node, function) or self.registries.get(node.id, []):
                 one.escapes = True
 
     # --- Proving ------------------------------------------------------------------------------
@@ -349,7 +408,7 @@ class _Module:
         if _falsy(value):
             return True
         if isinstance(value, ast.IfExp):
-            said = says_cuda(value.test)
+            said = self._says(value.test, function)
             if said is True and self._value(value.orelse, function, depth):
                 return True
             if said is False and self._value(value.body, function, depth):
@@ -380,6 +439,25 @@ class _Module:
             for given, guarded in self.locals[function].get(name, [])
         )
 
+    def _says(self, test: ast.expr, function: ast.AST | None, depth: int = 0) -> bool | None:
+        """:func:`says_cuda`, which also reads a name bound to such a test
+        (``use_streams = enabled and torch.cuda.is_available()``), in the function or the
+        module, and an ``and`` of one."""
+        said = says_cuda(test)
+        if said is not None or depth > 3:
+            return said
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return True if any(self._says(v, function, depth + 1) for v in test.values) else None
+        if not isinstance(test, ast.Name):
+            return None
+        if function is not None and test.id in self.parameters.get(function, ()):
+            return None
+        scope = function if function is not None and test.id in self.locals[function] else None
+        given = self.locals[scope].get(test.id, [])
+        if not given or test.id in self.unknown[scope] or test.id in self.globals:
+            return None
+        return True if all(self._says(v, scope, depth + 1) for v, _ in given) else None
+
     def names(self) -> frozenset[str]:
         """``self.x`` where every class of the module that assigns it holds only such values in
         it, and the module-level flags."""
@@ -402,12 +480,49 @@ def _signature(one: _Class, init: ast.FunctionDef | ast.AsyncFunctionDef) -> Non
     positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)][1:]
     one.parameters = positional + [a.arg for a in arguments.kwonlyargs]
     one.positional = len(positional)
+    one.defaults.update(_defaults(arguments))
+
+
+def _registries(tree: ast.Module, classes: dict[str, _Class]) -> dict[str, list[_Class]]:
+    """Module-level dicts whose values are all classes of the module (``LAYER_TYPES = {"attention":
+    AttentionLayer, "linear": LinearLayer}``): an entry called is a build of one of them."""
+    found: dict[str, list[_Class]] = {}
+    for statement in tree.body:
+        if not (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Dict)):
+            continue
+        values = statement.value.values
+        held = [classes.get(v.id) if isinstance(v, ast.Name) else None for v in values]
+        if values and all(held):
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    found[target.id] = [one for one in held if one is not None]
+    return found
+
+
+def _defaults(arguments: ast.arguments | None) -> Iterator[tuple[str, ast.expr]]:
+    """Each parameter that has a default, with it."""
+    if arguments is None:
+        return
+    positional = [*arguments.posonlyargs, *arguments.args]
     defaults = arguments.defaults
-    for name, default in zip(positional[len(positional) - len(defaults) :], defaults, strict=True):
-        one.defaults[name] = default
-    for argument, keyword_default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
-        if keyword_default is not None:
-            one.defaults[argument.arg] = keyword_default
+    yield from zip(
+        (a.arg for a in positional[len(positional) - len(defaults) :]), defaults, strict=True
+    )
+    for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
+        if default is not None:
+            yield argument.arg, default
+
+
+def _own_names(definition: ast.stmt) -> set[str]:
+    """The names a nested definition binds for itself (its parameters, what it stores): they
+    shadow the enclosing function's."""
+    found = {definition.name} if hasattr(definition, "name") else set()
+    for node in ast.walk(definition):
+        if isinstance(node, ast.arg):
+            found.add(node.arg)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            found.add(node.id)
+    return found
 
 
 def guarded_imports(tree: ast.Module) -> dict[str, str]:

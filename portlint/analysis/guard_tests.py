@@ -78,10 +78,11 @@ def asks_tensor_is_cuda(test: cst.CSTNode) -> bool:
     return False
 
 
-def words_in(node: cst.CSTNode, targets: bool = True) -> set[str]:
+def words_in(node: cst.CSTNode, targets: bool = True, strings: set[str] | None = None) -> set[str]:
     """The words of the names in ``node``'s code (``torch.__version__`` -> torch, version);
     without ``targets``, not of the names it binds (``torch_cuda_fwd = ...``; ``hooks[
-    torch.cuda.amp.GradScaler] = ...`` binds none)."""
+    torch.cuda.amp.GradScaler] = ...`` binds none). ``strings``, where given, gets its plain
+    string literals (read in the same walk)."""
     found: set[str] = set()
     pending = [node]
     while pending:
@@ -94,18 +95,12 @@ def words_in(node: cst.CSTNode, targets: bool = True) -> set[str]:
             and isinstance(current.target, cst.Name)
         ):
             continue
-        pending.extend(children(current))
-    return found
-
-
-def _strings_in(node: cst.CSTNode) -> set[str]:
-    """The plain string literals in ``node``'s code."""
-    found: set[str] = set()
-    pending = [node]
-    while pending:
-        current = pending.pop()
-        if isinstance(current, cst.SimpleString) and isinstance(current.evaluated_value, str):
-            found.add(current.evaluated_value)
+        elif (
+            strings is not None
+            and isinstance(current, cst.SimpleString)
+            and isinstance(current.evaluated_value, str)
+        ):
+            strings.add(current.evaluated_value)
         pending.extend(children(current))
     return found
 
@@ -153,6 +148,7 @@ class GuardTests(cst.BatchableCSTVisitor):
     count_names: list[set[str]]
     count_reads: dict[cst.CSTNode, str]
     cuda_only_values: set[str]
+    held_names: list[set[str]]
     version_names: set[str]
     may_ask_versions: bool
 
@@ -188,7 +184,14 @@ class GuardTests(cst.BatchableCSTVisitor):
             return 1
         # A name (not a call) that names CUDA holds a CUDA-only thing or a CUDA flag
         # (`if fa_cuda:`, `if self.cuda_stream:`), as does one bound to "a CUDA thing or None".
-        return 1 if names_cuda(last) or dotted in self.cuda_only_values else 0
+        return 1 if names_cuda(last) or self.holds_cuda_only(dotted) else 0
+
+    def holds_cuda_only(self, name: str | None) -> bool:
+        """Whether ``name`` holds a CUDA-only thing or None: a module's name or ``self.x`` read
+        from the whole module, or one the current function bound to one."""
+        return name is not None and (
+            name in self.cuda_only_values or any(name in scope for scope in self.held_names)
+        )
 
     def _is_guard_call(self, call: cst.Call) -> bool:
         dotted = dotted_name(call.func)
@@ -256,7 +259,7 @@ class GuardTests(cst.BatchableCSTVisitor):
         if (
             isinstance(target.comparator, cst.Name)
             and target.comparator.value == "None"
-            and dotted_name(test.left) in self.cuda_only_values
+            and self.holds_cuda_only(dotted_name(test.left))
         ):  # `self.alt_stream is not None`, where it is a CUDA stream or None
             return {cst.IsNot: 1, cst.Is: -1}.get(type(operator), 0)
         counted = self._count_polarity(test.left, operator, target.comparator)
@@ -348,7 +351,8 @@ class GuardTests(cst.BatchableCSTVisitor):
             return True
         if not self.may_ask_versions:
             return False
-        found, strings = words_in(test), _strings_in(test)
+        strings: set[str] = set()
+        found = words_in(test, strings=strings)
         if "torch" in strings:
             found.add("torch")
         # (Not a test of a device: `getattr(torch.version, "hip", None)`, `hasattr(torch, "xpu")`,

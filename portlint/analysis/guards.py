@@ -162,6 +162,8 @@ class GuardAnalysis(GuardTests):
         # Names bound to a guard's outcome, innermost scope last: name -> polarity.
         self.guard_names: list[dict[str, int]] = [{}]
         self.count_names: list[set[str]] = [set()]  # names bound to a count of CUDA devices
+        # A function's names bound to a CUDA-only thing or None (`stream = self.alt_stream`).
+        self.held_names: list[set[str]] = [set()]
         self.count_reads: dict[cst.CSTNode, str] = {}  # where tests read one of them
         self.markers: dict[str, cst.BaseExpression] = {}  # module-level names of skip markers
         self.function_stack: list[cst.FunctionDef] = []
@@ -199,7 +201,7 @@ class GuardAnalysis(GuardTests):
     def _guard(self, test: cst.BaseExpression, shown: cst.CSTNode, text: str) -> Silence:
         """A guard's reason: ``text`` quotes the test as ``{code}``, and names what the test reads
         that holds something only where CUDA is (``self.alt_stream``, made only on CUDA)."""
-        held = self._held_in(test) if self.cuda_only_values else []
+        held = self._held_in(test) if self.cuda_only_values or any(self.held_names) else []
         if held:
             names = ", ".join(f"`{name}`" for name in held)
             text += f", where {names} holds something only on CUDA (else None or False)"
@@ -212,7 +214,7 @@ class GuardAnalysis(GuardTests):
             node = pending.pop()
             name = dotted_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
             if name is not None:
-                if name in self.cuda_only_values and name not in found:
+                if self.holds_cuda_only(name) and name not in found:
                     found.append(name)
             elif not isinstance(node, cst.Call):  # (not what a call is given)
                 pending.extend(children(node))
@@ -332,8 +334,13 @@ class GuardAnalysis(GuardTests):
                 scope.pop(name, None)
             if version:
                 self.version_names.add(name)
-            if cuda_or_none:
-                self.cuda_only_values.add(name)
+            held = self.held_names[-1]
+            if cuda_or_none or self.holds_cuda_only(dotted_name(value)):
+                # (`self.x`, and a module's names, are the module's; a function's are its own.)
+                kept = name.startswith("self.") or len(self.held_names) == 1
+                (self.cuda_only_values if kept else held).add(name)
+            else:
+                held.discard(name)
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         for statement in node.body:
@@ -673,8 +680,7 @@ class GuardAnalysis(GuardTests):
         self._cuda_ranks(node)
         self._declared_devices(node)
         self._made_only_on_cuda(node)
-        self.guard_names.append({})
-        self.count_names.append(set())
+        self._enter_scope()
         self._bind_guard_names(node.body.body)
 
     def _made_only_on_cuda(self, node: cst.ClassDef) -> None:
@@ -698,8 +704,17 @@ class GuardAnalysis(GuardTests):
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.classes.pop()
+        self._leave_scope()
+
+    def _enter_scope(self) -> None:
+        self.guard_names.append({})
+        self.count_names.append(set())
+        self.held_names.append(set())
+
+    def _leave_scope(self) -> None:
         self.guard_names.pop()
         self.count_names.pop()
+        self.held_names.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         owner = self.classes[-1] if self.classes else None
@@ -719,13 +734,11 @@ class GuardAnalysis(GuardTests):
         self._cuda_kernel(node)
         if self.library_names and self._infers("imports"):
             self._calls_library_first(node)
-        self.guard_names.append({})
-        self.count_names.append(set())
+        self._enter_scope()
         self.function_stack.append(node)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.guard_names.pop()
-        self.count_names.pop()
+        self._leave_scope()
         self.function_stack.pop()
 
     def visit_Return(self, node: cst.Return) -> None:

@@ -179,12 +179,16 @@ def _exits_unless_cuda(statement: ast.stmt, predicates: frozenset[str] = frozens
     )
 
 
-def _leaves(body: list[ast.stmt]) -> bool:
-    """Whether a block ends by leaving (``return``, ``raise``, a skip or an exit call)."""
+LEAVING = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def _leaves(body: list[ast.stmt], ways: tuple[type, ...] = LEAVING) -> bool:
+    """Whether a block ends by leaving: a skip or an exit call, or one of ``ways`` (``return``,
+    ``raise``, ``continue``, ``break``)."""
     last = body[-1] if body else None
     if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
         return dotted(last.value.func) in EXIT_CALLS
-    return isinstance(last, (ast.Return, ast.Raise, ast.Continue, ast.Break))
+    return isinstance(last, ways)
 
 
 class CudaQuestions(NamedTuple):
@@ -497,10 +501,7 @@ def _stops(statement: ast.stmt) -> bool:
     """``assert ...``, or an ``if`` whose block ends in ``raise`` or a skip, fail or exit."""
     if isinstance(statement, ast.Assert):
         return True
-    last = statement.body[-1] if isinstance(statement, ast.If) else None
-    if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
-        return dotted(last.value.func) in EXIT_CALLS
-    return isinstance(last, ast.Raise)
+    return isinstance(statement, ast.If) and _leaves(statement.body, (ast.Raise,))
 
 
 class _Reader(ast.NodeVisitor):
