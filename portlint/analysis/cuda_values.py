@@ -24,6 +24,9 @@ a module-level flag (``_symm_mem_available = False`` then ``if _is_cuda: ... = T
 exists only for NVIDIA or AMD GPUs in a ``try`` runs only where it imported), an
 attribute ``self.x`` every assignment of which in its class is one, or an ``__init__`` parameter
 that every construction of the class in the module gives one (or leaves at a ``None`` default).
+A construction may call the class through an alias (a parameter whose default it is, ``kind =
+kind or C``) or an entry of a module-level registry of the module's classes (``TYPES[key](...)``).
+A test may read a name bound to a CUDA check (``use = enabled and torch.cuda.is_available()``).
 A class that the module subclasses or hands on uncalled may be built elsewhere: its parameters
 prove nothing. A cycle proves nothing either (the fixpoint starts from nothing proved).
 """

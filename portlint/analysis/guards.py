@@ -313,6 +313,7 @@ class GuardAnalysis(GuardTests):
             (self.polarity(value.test) == 1 and is_none(value.orelse))
             or (self.polarity(value.test) == -1 and is_none(value.body))
         )
+        holds_cuda_only = cuda_or_none or self.holds_cuda_only(dotted_name(value))
         for target in targets:
             name = dotted_name(target)
             if name is None:
@@ -335,7 +336,7 @@ class GuardAnalysis(GuardTests):
             if version:
                 self.version_names.add(name)
             held = self.held_names[-1]
-            if cuda_or_none or self.holds_cuda_only(dotted_name(value)):
+            if holds_cuda_only:
                 # (`self.x`, and a module's names, are the module's; a function's are its own.)
                 kept = name.startswith("self.") or len(self.held_names) == 1
                 (self.cuda_only_values if kept else held).add(name)
