@@ -68,14 +68,16 @@ CUDA_REFERENCE = Evidence(
 )
 # That, or a gradient scaler made (`torch.amp.GradScaler(...)`, FSDP's `ShardedGradScaler(...)`),
 # or imported under another name: what PORT405 reports.
+# (And the forward beside a `custom_bwd`, which tells whether that backward's autocast is off.)
 CUDA_REFERENCE_OR_SCALER = Evidence(
-    (*CUDA_REFERENCE.patterns, r"GradScaler[\s\\)]*\("),
+    (*CUDA_REFERENCE.patterns, r"GradScaler[\s\\)]*\(", r"custom_fwd\b"),
     words=(*CUDA_REFERENCE.words, "GradScaler"),
 )
 # `"cuda"`, `"cuda:0"` or `f"cuda:{i}"` given to a call: positionally (first, or after a starred
 # argument), or as `device=`/`type=`/`device_type=`/`map_location=`; or the default of a
-# parameter named for a device (`device: str = "cuda"`); parentheses, line breaks and comments
-# may come between.
+# parameter named for a device (`device: str = "cuda"`), or the `else` of a choice given so
+# (`torch.device("cpu" if no_gpu else "cuda")`); parentheses, line breaks and comments may come
+# between.
 _CUDA_STRING = r"(?:[\s\\(]|#[^\r\n]*[\r\n])*[rRuUfF]{0,2}['\"]+cuda(?!\w)"
 CUDA_DEVICE_ARGUMENT = Evidence(
     tuple(
@@ -88,6 +90,7 @@ CUDA_DEVICE_ARGUMENT = Evidence(
             r"device\w*\s*(?::[^=\r\n]*)?=",
             r"type\s*=",
             r"map_location\s*=",
+            r"else\b",
         )
     )
 )

@@ -82,6 +82,9 @@ EXIT_CALLS = frozenset({
 # Libraries that exist only for NVIDIA GPUs or only for AMD ones (ROCm, whose torch device type is
 # "cuda" too), by import name: a module that imports one unconditionally at its top level runs
 # only there. `cuda.*` is cuda-python (NVIDIA's own bindings), not any package named `cuda`.
+# Not here: libraries that import anywhere and need CUDA only in their calls, which a portable
+# project may depend on unconditionally (nerfacc, gsplat, cpm_kernels: nerfstudio imports nerfacc
+# in the sampler module every model imports); an import of one says nothing of the module.
 CUDA_ONLY_LIBRARIES: dict[str, str] = {
     # NVIDIA
     "flashinfer": "FlashInfer", "cutlass": "CUTLASS / the CuTe DSL", "cuda.bindings": "cuda-python",

@@ -271,6 +271,7 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
         reports = _held_back(job, context.reports, positions)
         return [report.violation(job.path, positions, fixes) for report in reports]
     libraries = foreign_libraries(job.path, settings.root, settings.cuda_only_imports)
+    imported_on_cuda = guarded_imports(job.tree)  # (or None: held only there, as values are)
     guards = GuardAnalysis(
         settings.guard_functions,
         settings.platform_inferences,
@@ -281,9 +282,9 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
             name: f"`{library}`, which exists only for NVIDIA or AMD GPUs"
             for name, library in library_bindings(job.tree, libraries).items()
         }
-        | guarded_imports(job.tree)
+        | imported_on_cuda
         | library_loaders(job.tree, libraries),
-        cuda_only_values(job.tree, job.source, libraries),
+        cuda_only_values(job.tree, job.source, libraries) | imported_on_cuda.keys(),
     )
     wrapper.visit_batched([*visitors, guards])
     positions = wrapper.resolve(PositionProvider)

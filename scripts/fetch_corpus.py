@@ -36,7 +36,8 @@ HELD_OUT = (
     "transformer-lens==4.3.0", "compressed-tensors==0.20.1", "pytorch-metric-learning==2.9.0",
     "skorch==1.4.0", "flagembedding==1.4.2", "deepspeed-mii==0.3.3", "unsloth-zoo==2026.10.9",
     "lerobot==0.4.4", "pytorch-ignite==0.5.5", "lightly==1.6.0", "fastvideo==0.2.1",
-    "fairchem-core==2.24.0", "mace-torch==0.3.16", "liger-kernel==0.8.5",
+    "fairchem-core==2.24.0", "mace-torch==0.3.16", "liger-kernel==0.8.5", "modelscope==1.40.2",
+    "funasr==1.4.16", "nerfstudio==1.1.5", "espnet==202511", "gsplat==1.5.3",
 )  # fmt: skip
 # Releases whose package is not named as the distribution is (`megatron-core` installs `megatron`).
 PACKAGES = {

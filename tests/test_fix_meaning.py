@@ -96,6 +96,16 @@ def messages(source: str, *codes: str) -> list[str]:
     return [v.message for v in lint(textwrap.dedent(source), *codes)]
 
 
+def test_a_device_name_built_over_lines_is_suggested_on_one_line():
+    """A message is one line (the concise format, editors and CI annotations show one): the
+    suggested code of a name built over two lines is written on one, its fix keeps the lines."""
+    source = "def f(x, index):\n    return x.to('cuda:{}'.format(\n        index))\n"
+    (violation,) = lint(source, "PORT101")
+    assert "\n" not in violation.message
+    assert violation.message.endswith("+ ':{}').format( index)`")
+    assert violation.fix is not None and "\n" not in violation.fix.message
+
+
 def test_a_name_with_no_portable_equivalent_is_said_to_have_none():
     found = messages("import torch\ntorch.cuda.profiler.start()\n", "PORT409")
     assert found == [
@@ -156,6 +166,44 @@ def test_torch_autocast_refuses_float32_off_cuda():
     refused = pytest.warns(UserWarning, match="target dtype is not supported. Disabling autocast")
     with refused, torch.autocast("cpu", dtype=torch.float32):
         assert not torch.is_autocast_enabled("cpu")
+
+
+def test_the_backward_of_a_forward_that_casts_its_inputs_runs_with_autocast_off_on_any_type():
+    """Why PORT405 leaves ``@custom_bwd`` beside ``@custom_fwd(cast_inputs=...)`` alone, as the
+    installed torch does it on the CPU: the backward (called outside autocast, as torch's docs
+    ask) runs with autocast off and computes the same whether its decorator names the device in
+    use or CUDA, and CUDA's names no device that is missing here (no warning)."""
+    torch = pytest.importorskip("torch")
+    seen: dict[str, tuple[bool, Any]] = {}
+
+    def exp_function(backward_type: str) -> Any:
+        class Exp(torch.autograd.Function):
+            @staticmethod
+            @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.float32)
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x.exp()
+
+            @staticmethod
+            @torch.amp.custom_bwd(device_type=backward_type)
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                seen[backward_type] = (torch.is_autocast_enabled("cpu"), (grad @ x.exp()).dtype)
+                return grad * x.exp()
+
+        return Exp
+
+    grads = {}
+    for backward_type in ("cpu", "cuda"):
+        x = torch.linspace(-1, 1, 8, dtype=torch.bfloat16, requires_grad=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = exp_function(backward_type).apply(x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            y.sum().backward()
+        grads[backward_type] = x.grad
+    assert seen["cpu"] == seen["cuda"] == (False, torch.float32)
+    assert torch.equal(grads["cpu"], grads["cuda"])
 
 
 # The wrong shapes of issue #20, each with the fix it must get (None: no fix).

@@ -146,6 +146,8 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
         call = parent if isinstance(parent, cst.Call) and parent.func is node else None
         if isinstance(parent, cst.AssignTarget) or self._in_annotation(node):
             return  # monkeypatching torch.cuda, or a type: nothing runs on a device there
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Param)) and parent.name is node:
+            return  # a name being bound (`def autocast(...)` beside an import of CUDA's)
         if call is None and self._decorator_argument(parent):
             return
         if is_cuda:
@@ -280,15 +282,16 @@ class CudaApiRule(Rule):
                 continue
             if target is not None and target < reference.api.since:
                 continue
-            quiet = _same_object(reference, node) or self.redundant(reference)
+            quiet = _same_object(reference, node) or self.redundant(reference, node)
             device = message_device(self, node)
             message = self.message(reference, device, node)
             fix = self._fix(reference, node) if quiet is None else None
             self.report(node, message, fix=fix, quiet=quiet)
 
-    def redundant(self, reference: CudaReference) -> Quiet:
-        """Where the call does nothing its surroundings have not done already on every device
-        (a rule of the family says when: PORT404): why, and what does it."""
+    def redundant(self, reference: CudaReference, node: cst.CSTNode) -> Quiet:
+        """Where the reference (at ``node``) does nothing that its surroundings have not done
+        already on every device (a rule of the family says when: PORT404, PORT405): why, and
+        what does it."""
         return None
 
     @staticmethod

@@ -530,9 +530,11 @@ def _own_names(definition: ast.stmt) -> set[str]:
 
 def guarded_imports(tree: ast.Module) -> dict[str, str]:
     """The names the module imports only under a CUDA check at its top level (``if _is_cuda:
-    from sgl_kernel import silu_and_mul``) and binds nowhere else (but to ``None``), each with
-    what says so: a function that uses one before it can return fails off CUDA, as one that
-    uses a library of the table does (:func:`portlint.platform.library_bindings`)."""
+    from sgl_kernel import silu_and_mul``, also in a ``try`` there) and binds nowhere else (but
+    to ``None``), each with what says so: a function that uses one before it can return fails
+    off CUDA, as one that uses a library of the table does
+    (:func:`portlint.platform.library_bindings`), and a test that one is not None holds only
+    on CUDA."""
     guarded: dict[str, str] = {}
     checks: list[ast.If] = []
     for statement in tree.body:
@@ -541,7 +543,7 @@ def guarded_imports(tree: ast.Module) -> dict[str, str]:
         said = says_cuda(statement.test)
         if said is None:
             continue
-        for node in statement.body if said else statement.orelse:
+        for node in _imports_of(statement.body if said else statement.orelse):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 module = getattr(node, "module", None) or node.names[0].name
                 test = ast.unparse(statement.test)
@@ -562,9 +564,19 @@ def guarded_imports(tree: ast.Module) -> dict[str, str]:
         for node in statement.orelse if said else statement.body:
             elsewhere |= _bound_here(node)
         for node in statement.body if said else statement.orelse:
-            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            if isinstance(node, ast.Try):  # (its imports are the arm's; the rest binds too)
+                rest = [s for s in node.body if not isinstance(s, (ast.Import, ast.ImportFrom))]
+                handled = [s for handler in node.handlers for s in handler.body]
+                for other in [*rest, *handled, *node.orelse, *node.finalbody]:
+                    elsewhere |= _bound_here(other)
+            elif not isinstance(node, (ast.Import, ast.ImportFrom)):
                 elsewhere |= _bound_here(node)
     return {name: why for name, why in guarded.items() if name not in elsewhere}
+
+
+def _imports_of(arm: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of an arm, with those of the body of a ``try`` in it."""
+    return [s for node in arm for s in (node.body if isinstance(node, ast.Try) else [node])]
 
 
 def library_loaders(tree: ast.Module, libraries: tuple[str, ...]) -> dict[str, str]:

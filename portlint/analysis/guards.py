@@ -54,7 +54,13 @@ from portlint.analysis.guard_tests import (
     string_values,
     words_in,
 )
-from portlint.analysis.names import LEAVES_BLOCK, argument, block_ends_in, dotted_name
+from portlint.analysis.names import (
+    LEAVES_BLOCK,
+    argument,
+    block_ends_in,
+    dotted_name,
+    is_cuda_device_literal,
+)
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
 from portlint.analysis.walk import children
@@ -115,6 +121,7 @@ class Test:
 # (`@instantiate(devicetypes=(DeviceType.CUDA,))`, `only_for="cuda"`).
 DEVICE_TYPE_KEYWORDS = frozenset({"devicetypes", "device_types", "only_for", "devices"})
 REQUIREMENT = "the check of a requirement of CUDA"
+SKIPS = frozenset({"pytest.skip", "self.skipTest"})  # (a test's stop, as a `raise` is)
 DISPATCH = "the check of a dispatch over devices"
 ANSWER = "what a predicate named for CUDA answers"
 
@@ -243,7 +250,9 @@ class GuardAnalysis(GuardTests):
         raise``, ``assert x.is_cuda``) where it binds what the test reads (``device =
         torch.device("cuda", index)``): the value is made to be checked, and off CUDA the run
         stops at the check, loudly. So is the default of a parameter that the function checks
-        first of all (``def __init__(self, device="cuda"):`` ``assert device.startswith("cuda")``).
+        first of all (``def __init__(self, device="cuda"):`` ``assert device.startswith("cuda")``),
+        and a CUDA device as any parameter's default where the requirement comes first
+        (``def worker(rank, device_type="cuda"):`` ``assert torch.cuda.is_available()``).
         """
         found = self._in_block(statement)
         if found is None:
@@ -259,7 +268,10 @@ class GuardAnalysis(GuardTests):
         ):
             # (the function's first statement, after its docstring: its parameters are checked)
             for param in _parameters(function.params):
-                if param.default is not None and param.name.value in read:
+                # (and a CUDA device by default: the function runs nowhere else)
+                if param.default is not None and (
+                    param.name.value in read or is_cuda_device_literal(param.default)
+                ):
                     self._mark(param.default, checked)
         if index == 0:
             return
@@ -372,9 +384,13 @@ class GuardAnalysis(GuardTests):
         test = node.test
         polarity = self.polarity(test)
         exits = block_ends_in(node.body, LEAVES_BLOCK, EXIT_CALLS)
-        raises = block_ends_in(node.body, (cst.Raise,), frozenset({"pytest.skip", "self.skipTest"}))
+        raises = block_ends_in(node.body, (cst.Raise,), SKIPS)
+        # (`if <CUDA>: ... else: raise`: the rest of the block, too, runs only on CUDA.)
+        orelse = node.orelse.body if isinstance(node.orelse, cst.Else) else None
+        orelse_exits = orelse is not None and block_ends_in(orelse, LEAVES_BLOCK, EXIT_CALLS)
+        orelse_raises = orelse is not None and block_ends_in(orelse, (cst.Raise,), SKIPS)
         role = self.tests.setdefault(test, Test())
-        if polarity == -1 and raises:
+        if (polarity == -1 and raises) or (polarity == 1 and orelse_raises):
             role.role = REQUIREMENT
         role.cpu_otherwise = self._picks_cpu_otherwise(node)
         if (
@@ -391,6 +407,11 @@ class GuardAnalysis(GuardTests):
                 role.tensor_paths = (node.body, *other)
         if polarity == 1:
             self._mark(node.body, self._guard(test, node, "`if {code}:`"))
+            if orelse_exits:
+                silence = self._guard(test, node, "`if {code}:` ... `else:` leaves")
+                self._mark_rest_of_block(node, silence)
+                if orelse_raises:
+                    self._mark_required_value(node, test, silence)
         elif polarity == -1:
             silence = self._guard(test, node, "`if {code}:`")
             if node.orelse is not None:
@@ -410,18 +431,19 @@ class GuardAnalysis(GuardTests):
                 # (`if <new torch>: return <portable>`: the rest is the other torch's)
                 self._fallback_arms([(node.body,), self._rest_of_block(node)], node, test)
 
-    def _picks_cpu_otherwise(self, node: cst.If) -> bool:
-        """Whether the path an ``if`` takes where its test of CUDA fails picks the CPU."""
+    def _picks_cpu_otherwise(self, node: cst.If | cst.IfExp) -> bool:
+        """Whether the path an ``if`` (or ``... if ... else ...``) takes where its test of CUDA
+        fails picks the CPU."""
         polarity = self.polarity(node.test)
         other_path = node.orelse if polarity == 1 else node.body if polarity == -1 else None
         return other_path is not None and picks_cpu(other_path)
 
-    def _dispatch_chain(self, head: cst.If) -> None:
-        """``if is_xpu(): ... elif is_npu(): ... else: ...``: every test of a chain that asks
-        about other devices is a dispatch; its ``else``, where no arm asks for CUDA, is the CUDA
-        arm."""
-        arms: list[cst.If] = [head]
-        while isinstance(arms[-1].orelse, cst.If):
+    def _dispatch_chain(self, head: cst.If | cst.IfExp) -> None:
+        """``if is_xpu(): ... elif is_npu(): ... else: ...`` (or its expression, ``"cuda" if
+        cuda() else "xpu" if xpu() else "cpu"``): every test of a chain that asks about other
+        devices is a dispatch; its ``else``, where no arm asks for CUDA, is the CUDA arm."""
+        arms: list[cst.If | cst.IfExp] = [head]
+        while isinstance(arms[-1].orelse, type(head)):
             arms.append(arms[-1].orelse)
         others = [arm for arm in arms if self.other_device(arm.test)]
         if not others or not self._infers("dispatch"):
@@ -438,7 +460,7 @@ class GuardAnalysis(GuardTests):
                 self.tests.setdefault(arm.test, Test()).role = DISPATCH
         last = arms[-1].orelse
         if (
-            isinstance(last, cst.Else)
+            last is not None
             and accelerators
             and not any(self.polarity(arm.test) == 1 for arm in arms)
         ):
@@ -614,6 +636,9 @@ class GuardAnalysis(GuardTests):
             self._mark(node.body if polarity == 1 else node.orelse, silence)
         elif self._infers("fallbacks") and self._asks_torch_version(node.test):
             self._fallback_arms([(node.body,), (node.orelse,)], node, node.test)
+        parent = self.get_metadata(ParentProvider, node, None)
+        if not (isinstance(parent, cst.IfExp) and parent.orelse is node):
+            self._dispatch_chain(node)
 
     def _fallback_arms(
         self, arms: list[Sequence[cst.CSTNode]], shown: cst.CSTNode, test: cst.CSTNode

@@ -18,6 +18,11 @@ from libcst.metadata import QualifiedName, QualifiedNameSource
 from portlint.analysis.scopes import NameProvider
 
 CUDA_DEVICE_STRING = re.compile(r"cuda(:\d+)?")
+# The strings a CUDA device's name is built from with its index: `"cuda:" + str(i)`,
+# `"cuda:%d" % i`, `"cuda:{}".format(i)`.
+CUDA_PLUS = re.compile(r"cuda:")
+CUDA_PERCENT = re.compile(r"cuda:%[dis]")
+CUDA_FORMAT = re.compile(r"cuda:\{[^{}]*\}")
 
 
 def _qualified(resolver: MetadataDependent, node: cst.CSTNode) -> set[QualifiedName]:
@@ -89,8 +94,29 @@ def method_name(call: cst.Call) -> str | None:
     return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
 
 
+def built_device_string(node: cst.BaseExpression) -> cst.SimpleString | None:
+    """The ``"cuda:..."`` that ``node`` builds a CUDA device's name from, an index added:
+    ``"cuda:" + str(i)``, ``"cuda:%d" % i``, ``"cuda:{}".format(i)``."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Modulo)):
+        text, pattern = node.left, CUDA_PLUS if isinstance(node.operator, cst.Add) else CUDA_PERCENT
+    elif (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "format"
+    ):
+        text, pattern = node.func.value, CUDA_FORMAT
+    else:
+        return None
+    value = text.evaluated_value if isinstance(text, cst.SimpleString) else None
+    matches = isinstance(value, str) and pattern.fullmatch(value) is not None
+    return text if matches and isinstance(text, cst.SimpleString) else None
+
+
 def is_cuda_device_literal(node: cst.BaseExpression) -> bool:
-    """``"cuda"``, ``"cuda:1"`` or ``f"cuda:{i}"``: a string naming a CUDA device."""
+    """``"cuda"``, ``"cuda:1"`` or ``f"cuda:{i}"``: a string naming a CUDA device (or one built
+    of ``"cuda:"`` and an index: :func:`built_device_string`)."""
+    if built_device_string(node) is not None:
+        return True
     if isinstance(node, cst.SimpleString):
         value = node.evaluated_value
         return isinstance(value, str) and CUDA_DEVICE_STRING.fullmatch(value) is not None

@@ -167,16 +167,23 @@ def _span(test: ast.expr) -> list[int]:
 
 
 def _exits_unless_cuda(statement: ast.stmt, predicates: frozenset[str] = frozenset()) -> Guard:
-    """``if not <CUDA>: raise`` and ``assert <CUDA>``: the rest of the block runs only on CUDA."""
+    """``if not <CUDA>: raise``, ``if <CUDA>: ... else: raise`` and ``assert <CUDA>``: the rest
+    of the block runs only on CUDA."""
     if isinstance(statement, ast.Assert):
         return says_cuda(statement.test, predicates) is True and _span(statement.test)
-    return (
-        isinstance(statement, ast.If)
-        and not statement.orelse
-        and says_cuda(statement.test, predicates) is False
-        and _leaves(statement.body)
-        and _span(statement.test)
-    )
+    if not isinstance(statement, ast.If):
+        return False
+    said = says_cuda(statement.test, predicates)
+    if said is None or (said is False and statement.orelse):
+        return False
+    off_cuda = statement.orelse if said else statement.body  # (where the test of CUDA fails)
+    return bool(off_cuda) and _leaves(off_cuda) and _span(statement.test)
+
+
+def _off_cuda(statement: ast.If) -> list[ast.stmt]:
+    """The block of an exit unless on CUDA (:func:`_exits_unless_cuda`) that leaves: its ``else``
+    where it has one (``if <CUDA>: ... else: raise``), else its body."""
+    return statement.orelse or statement.body
 
 
 LEAVING = (ast.Return, ast.Raise, ast.Continue, ast.Break)
@@ -252,8 +259,8 @@ def _raises(statement: ast.stmt) -> bool:
         return True
     return (
         isinstance(statement, ast.If)
-        and isinstance(statement.body[-1], ast.Raise)
-        and next(_returns_of(statement.body), None) is None
+        and isinstance(_off_cuda(statement)[-1], ast.Raise)
+        and next(_returns_of(_off_cuda(statement)), None) is None
     )
 
 
@@ -304,7 +311,7 @@ def _falsy_exit(statement: ast.stmt) -> bool:
     something else."""
     if isinstance(statement, ast.Assert):
         return True
-    returns = _returns_of(statement.body) if isinstance(statement, ast.If) else iter(())
+    returns = _returns_of(_off_cuda(statement)) if isinstance(statement, ast.If) else iter(())
     return all(value is None or _is_falsy_constant(value) for value, _ in returns)
 
 
@@ -501,7 +508,7 @@ def _stops(statement: ast.stmt) -> bool:
     """``assert ...``, or an ``if`` whose block ends in ``raise`` or a skip, fail or exit."""
     if isinstance(statement, ast.Assert):
         return True
-    return isinstance(statement, ast.If) and _leaves(statement.body, (ast.Raise,))
+    return isinstance(statement, ast.If) and _leaves(_off_cuda(statement), (ast.Raise,))
 
 
 class _Reader(ast.NodeVisitor):

@@ -1,8 +1,12 @@
+from typing import cast
+
 import libcst as cst
 
 from portlint.analysis.device_scope import default_device, device_type, fix_device, message_device
+from portlint.analysis.guard_tests import code_of
 from portlint.analysis.names import (
     argument,
+    built_device_string,
     dotted_name,
     is_cuda_device_literal,
     keyword,
@@ -46,7 +50,10 @@ class HardcodedCudaDevice(Rule):
     """Hardcoded CUDA device.
 
     ## What it does
-    Reports a device written as the string `"cuda"` (or `"cuda:N"`, or `f"cuda:{i}"`):
+    Reports a device written as the string `"cuda"` (or `"cuda:N"`, or `f"cuda:{i}"`, or built
+    of `"cuda:"` and an index: `"cuda:" + str(i)`, `"cuda:%d" % i`, `"cuda:{}".format(i)`; also
+    as an arm of a choice, `"cuda" if args.ngpu > 0 else "cpu"`, unless the choice is a check
+    of CUDA, where the check is the finding):
     `torch.device("cuda")`, `torch.device("cuda", i)`, `device="cuda"` passed to any call,
     `.to("cuda")`, and `map_location="cuda"` (a checkpoint restored onto CUDA by name).
     Silent inside CUDA-only platform guards (`if torch.cuda.is_available():`,
@@ -97,7 +104,9 @@ class HardcodedCudaDevice(Rule):
     none (where `current_accelerator()` is None, so that a CPU-only run does not fail where
     `"cuda:1"` did not): `"cuda:1"` becomes `torch.device(getattr(torch.accelerator.
     current_accelerator(), "type", "cpu"), 1)`, `f"cuda:{i}"` becomes
-    `f"{getattr(torch.accelerator.current_accelerator(), 'type', 'cpu')}:{i}"`.
+    `f"{getattr(torch.accelerator.current_accelerator(), 'type', 'cpu')}:{i}"`, and a built name
+    gets the type in place of `"cuda"`: `"cuda:%d" % i` becomes
+    `(getattr(torch.accelerator.current_accelerator(), "type", "cpu") + ":%d") % i`.
 
     ## References
     - vLLM #55245: hardcoded device in `spec_decode_rejection_warmup`
@@ -121,6 +130,8 @@ class HardcodedCudaDevice(Rule):
         "import torch\ndef f(device):\n    return device('cuda')\n",
         "import torch\ny = torch.zeros(3, device=dev)\n",
         "x = 'cuda'\n",
+        "x.to('cuda:' + name + '-kernels')\n",
+        "import torch\nd = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
         "backend = {'cuda': 'nccl'}\n",
         "x.to('cpu')\n",
         "x.to(torch.float16)\n",
@@ -277,6 +288,31 @@ class HardcodedCudaDevice(Rule):
         Invalid("import torch\ndevice = torch.device('cuda')\n", 2, 10),
         Invalid('import torch\ndevice = torch.device("cuda:0")\n', 2, 10),
         Invalid("import torch\ndef f(i):\n    return torch.device(f'cuda:{i}')\n", 3, 12),
+        # A name built of "cuda:" and an index: the type replaced, the index kept.
+        Invalid(
+            "def f(x, i):\n    return x.to('cuda:%d' % i)\n",
+            2,
+            17,
+            fixed="import torch\ndef f(x, i):\n    return x.to((getattr(torch.accelerator."
+            'current_accelerator(), "type", "cpu") + \':%d\') % i)\n',
+        ),
+        Invalid(
+            "import torch\ndef f(i):\n    return torch.device('cuda:' + str(i))\n",
+            3,
+            12,
+            fixed="import torch\ndef f(i):\n    return torch.device((getattr(torch.accelerator."
+            'current_accelerator(), "type", "cpu") + \':\') + str(i))\n',
+        ),
+        Invalid("def f(x, r):\n    return x.to(device='cuda:{}'.format(r))\n", 2, 24),
+        # A choice between CUDA and the CPU by something other than a check of CUDA: CUDA by name.
+        Invalid(
+            "import torch\ndef f(args):\n    return torch.device('cuda' if args.ngpu > 0 else 'cpu')\n",
+            3,
+            25,
+            fixed="import torch\ndef f(args):\n    return torch.device("
+            "torch.accelerator.current_accelerator() if args.ngpu > 0 else 'cpu')\n",
+        ),
+        Invalid("def f(x, no_gpu):\n    return x.to('cpu' if no_gpu else 'cuda')\n", 2, 38),
         # The type given on, not compared: the device type is hardcoded.
         Invalid("import torch\nwith torch.autocast(torch.device('cuda').type):\n    pass\n", 2, 21),
         # Checked only after other work: callers that leave it out run on CUDA until then.
@@ -304,7 +340,12 @@ class HardcodedCudaDevice(Rule):
 
     def _indexed(self, literal: cst.BaseExpression) -> cst.BaseExpression | None:
         """The CUDA device ``literal`` names with its type replaced and its index kept
-        (``"cuda:1"``, ``f"cuda:{i}"``); None where it names no index."""
+        (``"cuda:1"``, ``f"cuda:{i}"``, ``"cuda:%d" % i``); None where it names no index."""
+        built = built_device_string(literal)
+        if built is not None:  # (`"cuda:%d" % i` -> `(<type> + ":%d") % i`)
+            rest = f"{built.quote}{str(built.evaluated_value)[len('cuda') :]}{built.quote}"
+            typed = cst.parse_expression(f"({device_type(default_device(self))} + {rest})")
+            return cast(cst.BaseExpression, literal.deep_replace(built, typed))
         if isinstance(literal, cst.FormattedString) and len(literal.parts) > 1:
             inner = "'" if '"' in literal.start else '"'  # (the same quote ends it before 3.12)
             kind = device_type(default_device(self), inner)
@@ -324,7 +365,7 @@ class HardcodedCudaDevice(Rule):
         return cst.parse_expression(f"torch.device({kind}, {index})") if index else None
 
     def _fix(self, old: cst.CSTNode, new: cst.BaseExpression) -> Fix | None:
-        code = cst.Module([]).code_for_node(new)
+        code = code_of(new)  # (on one line: it titles the fix)
         rewrite = Rewrite(replace={id(old): new}, imports={"torch"} if "torch." in code else set())
         return self.build_fix(rewrite, UNSAFE, f"Use `{code}`")
 
@@ -335,10 +376,10 @@ class HardcodedCudaDevice(Rule):
         indexed = self._indexed(literal)
         if index is not None:
             new_type = cst.parse_expression(device_type(default_device(self)))
-            fix, suggested = self._fix(literal, new_type), cst.Module([]).code_for_node(new_type)
+            fix, suggested = self._fix(literal, new_type), code_of(new_type)
         elif indexed is not None:
-            old = literal if isinstance(indexed, cst.FormattedString) else node
-            fix, suggested = self._fix(old, indexed), cst.Module([]).code_for_node(indexed)
+            old = node if isinstance(literal, cst.SimpleString) else literal
+            fix, suggested = self._fix(old, indexed), code_of(indexed)
         else:
             device = fix_device(self, node)
             fix = self._fix(node, cst.parse_expression(device.as_device()))
@@ -351,7 +392,7 @@ class HardcodedCudaDevice(Rule):
         indexed = self._indexed(literal)
         if indexed is not None:
             fix = self._fix(literal, indexed)
-            suggested = cst.Module([]).code_for_node(indexed)
+            suggested = code_of(indexed)
         else:
             fix = self._fix(literal, cst.parse_expression(fix_device(self, literal).expression))
             suggested = message_device(self, literal).expression
@@ -476,26 +517,26 @@ class HardcodedCudaDevice(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         # (Each finding below is a CUDA device literal given as an argument: other calls, most
         # of them, are not looked at further, and test doubles only where one is.)
-        if not any(is_cuda_device_literal(arg.value) for arg in node.args):
+        if not any(_device_literals(arg.value) for arg in node.args):
             return
         quiet = self._mock_data(node) or self._fake_tensors(node)
         if resolves_to(self, node.func, TORCH_DEVICE):
             device_type_arg = argument(node, "type", 0)
-            if (
-                device_type_arg
-                and is_cuda_device_literal(device_type_arg.value)
-                and not self._type_compared(node)
-            ):
+            if device_type_arg is None or self._type_compared(node):
+                return
+            if is_cuda_device_literal(device_type_arg.value):
                 self._device_call(node, device_type_arg, quiet)
+            for literal in _device_literals(device_type_arg.value, chosen=True):
+                self._device_string(literal, "`torch.device`", quiet)
             return
         for name in ("device", "map_location"):
             device = keyword(node, name)
-            if device and is_cuda_device_literal(device.value):
-                self._device_string(device.value, f"`{name}=`", quiet)
+            for literal in _device_literals(device.value) if device else ():
+                self._device_string(literal, f"`{name}=`", quiet)
         if method_name(node) == "to":
             target = positional(node, 0)
-            if target and is_cuda_device_literal(target.value):
-                self._device_string(target.value, "`.to()`", quiet)
+            for literal in _device_literals(target.value) if target else ():
+                self._device_string(literal, "`.to()`", quiet)
         device_type_arg = keyword(node, "device_type")
         if not device_type_arg and resolves_to(self, node.func, DEVICE_TYPE_FIRST):
             device_type_arg = positional(node, 0)
@@ -540,6 +581,14 @@ class HardcodedCudaDevice(Rule):
                 confidence="likely",
                 quiet=(f"the function never reads `{node.name.value}`", node) if unread else None,
             )
+
+
+def _device_literals(value: cst.BaseExpression, chosen: bool = False) -> list[cst.BaseExpression]:
+    """The CUDA device strings ``value`` gives: itself, or an arm of a choice (``"cuda" if
+    args.ngpu > 0 else "cpu"``, at any depth; with ``chosen``, the arms only)."""
+    if isinstance(value, cst.IfExp):
+        return [*_device_literals(value.body), *_device_literals(value.orelse)]
+    return [value] if not chosen and is_cuda_device_literal(value) else []
 
 
 def _reads(block: cst.CSTNode, name: str) -> bool:

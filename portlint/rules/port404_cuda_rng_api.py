@@ -102,7 +102,7 @@ class CudaRngApi(CudaApiRule):
         ),
     ]
 
-    def redundant(self, reference: CudaReference) -> Quiet:
+    def redundant(self, reference: CudaReference, node: cst.CSTNode) -> Quiet:
         """A CUDA seed that a `torch.manual_seed` of the same seed in the same block repeats."""
         call = reference.call
         if call is None or reference.qualified not in CUDA_SEEDS or len(call.args) != 1:

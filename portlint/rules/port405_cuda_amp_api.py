@@ -1,14 +1,16 @@
 import libcst as cst
 
-from portlint.analysis.cuda_refs import CudaApiRule, device_type_first
+from portlint.analysis.cuda_refs import CudaApiRule, CudaReference, device_type_first
 from portlint.analysis.device_scope import device_type, message_device
-from portlint.analysis.names import keyword, resolves_to
+from portlint.analysis.guard_tests import code_of, is_none
+from portlint.analysis.names import dotted_name, keyword, resolves_to
+from portlint.analysis.parents import ParentProvider
 from portlint.cuda_api import AUTOCAST
 from portlint.evidence import CUDA_REFERENCE_OR_SCALER
 from portlint.facts import CUDA_DEFAULT_SCALERS
 from portlint.findings import UNSAFE
 from portlint.fix import Rewrite
-from portlint.rule import Invalid
+from portlint.rule import Invalid, Quiet
 
 
 class CudaAmpApi(CudaApiRule):
@@ -18,7 +20,10 @@ class CudaAmpApi(CudaApiRule):
     Reports `torch.cuda.amp.autocast(...)` and `torch.cuda.amp.GradScaler(...)` (deprecated since
     torch 2.4), however they are imported, and a `torch.amp.GradScaler()` (or FSDP's
     `ShardedGradScaler()`) made with no device, which is CUDA's by default. Silent inside
-    CUDA-only platform guards and in `cuda-only-paths`.
+    CUDA-only platform guards and in `cuda-only-paths`, and for `@custom_bwd` on the backward of
+    a Function whose forward is `@custom_fwd(cast_inputs=...)`: that forward records that it ran
+    with autocast off, so its backward runs with autocast off whatever device type its decorator
+    names (the forward's decorator is reported: it casts only under CUDA's autocast).
 
     ## Why is this bad?
     `torch.cuda.amp.autocast` autocasts CUDA operations only: on any other device the model runs
@@ -74,6 +79,11 @@ class CudaAmpApi(CudaApiRule):
         "    return torch.amp.GradScaler(enabled=use_amp)\n",
         # A signature's source, named for a decorator and never called.
         "import torch\n@delegates(torch.cuda.amp.GradScaler)\ndef mixed(**kwargs):\n    pass\n",
+        # The backward of a forward that casts its inputs: autocast is off there on any device.
+        "import torch\nfrom torch.cuda.amp import custom_bwd\nclass Exp(torch.autograd.Function):\n"
+        "    @staticmethod\n    @torch.amp.custom_fwd(device_type=dev, cast_inputs=torch.float32)\n"
+        "    def forward(ctx, x):\n        return x.exp()\n"
+        "    @staticmethod\n    @custom_bwd\n    def backward(ctx, g):\n        return g\n",
     ]
     INVALID = [
         # Made with no device: CUDA's, whatever device the step runs on.
@@ -123,7 +133,54 @@ class CudaAmpApi(CudaApiRule):
             "    pass\n",
         ),
         Invalid("from torch.cuda.amp import autocast\nwith autocast(True):\n    pass\n", 2, 6),
+        # Both of CUDA's: the forward's cast is CUDA's alone (its backward's autocast is off).
+        Invalid(
+            "import torch\nfrom torch.cuda.amp import custom_bwd, custom_fwd\n"
+            "class Exp(torch.autograd.Function):\n"
+            "    @staticmethod\n    @custom_fwd(cast_inputs=torch.float32)\n"
+            "    def forward(ctx, x):\n        return x.exp()\n"
+            "    @staticmethod\n    @custom_bwd\n    def backward(ctx, g):\n        return g\n",
+            5,
+            6,
+        ),
+        # A forward that keeps autocast's state: its backward enters CUDA's autocast as it found it.
+        Invalid(
+            "import torch\nfrom torch.cuda.amp import custom_bwd\n"
+            "class Exp(torch.autograd.Function):\n"
+            "    @staticmethod\n    @torch.amp.custom_fwd(device_type=dev)\n"
+            "    def forward(ctx, x):\n        return x.exp()\n"
+            "    @staticmethod\n    @custom_bwd\n    def backward(ctx, g):\n        return g\n",
+            9,
+            6,
+        ),
     ]
+
+    def redundant(self, reference: CudaReference, node: cst.CSTNode) -> Quiet:
+        """``@custom_bwd`` on the backward of a Function whose forward is ``@custom_fwd(...,
+        cast_inputs=...)``: such a forward records that it ran with autocast off, and torch's
+        ``custom_bwd`` enters autocast only as the forward found it, so the backward runs with
+        it off on every device, and the device type it is given does nothing."""
+        if reference.qualified.rpartition(".")[2] != "custom_bwd":
+            return None
+        decorator = self.get_metadata(ParentProvider, node, None)
+        method = self.get_metadata(ParentProvider, decorator, None) if decorator else None
+        block = self.get_metadata(ParentProvider, method, None) if method else None
+        if not (isinstance(decorator, cst.Decorator) and isinstance(block, cst.IndentedBlock)):
+            return None
+        for member in block.body:
+            for other in member.decorators if isinstance(member, cst.FunctionDef) else ():
+                made = other.decorator
+                if not isinstance(made, cst.Call):
+                    continue
+                cast_inputs = keyword(made, "cast_inputs")
+                if (
+                    (dotted_name(made.func) or "").rpartition(".")[2] == "custom_fwd"
+                    and cast_inputs is not None
+                    and not is_none(cast_inputs.value)
+                ):
+                    why = "its forward casts its inputs, so the backward runs with autocast off"
+                    return f"{why} on every device (`{code_of(made)}`)", other
+        return None
 
     def visit_Call(self, node: cst.Call) -> None:
         """A scaler made with no device: no argument by position (the first is the device), no
