@@ -19,6 +19,21 @@ OWN_CODE = sorted(
     for folder in ("tests/fixtures", "tests/seeds", "reference_impl", "portlint")
     for path in (REPO / folder).rglob("*.py")
 )
+# The seed of the sampled checks: the default run checks a repository-wide equivalence on a
+# seeded share of the files, the `slow` run (`.ci/run`) on every file.
+SAMPLE_SEED = int(os.environ.get("PORTLINT_SAMPLE_SEED", "20261206"))
+
+
+def sample(files: list[Path], share: float) -> list[Path]:
+    """A seeded ``share`` of ``files`` (at least one), in their order."""
+    import random
+
+    chosen = set(
+        random.Random(SAMPLE_SEED).sample(range(len(files)), max(1, round(len(files) * share)))
+    )
+    return [path for index, path in enumerate(files) if index in chosen]
+
+
 BUGGY = 'import torch\nd = torch.device("cuda")\n'
 # The nine PORT4xx rules: references to CUDA-only torch APIs.
 CUDA_API = frozenset(code for code in CATALOG if code.startswith("PORT4"))

@@ -6,6 +6,7 @@ whole releases."""
 from __future__ import annotations
 
 import ast
+import functools
 import warnings
 
 import libcst as cst
@@ -46,6 +47,7 @@ def _ast(source: str) -> ast.Module | None:
         return None
 
 
+@functools.cache  # (each file's test and the repository-wide count ask for the same text)
 def differences(source: str) -> tuple[list[str], bool]:
     """How parsing ``source`` in parts differs from parsing it whole: its text and its cut (every
     rule's), each parsed in parts from nothing (each statement a part where it can be), and the text with a line typed into it, parsed

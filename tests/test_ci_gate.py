@@ -374,6 +374,7 @@ def pre_commit(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
 
 
+@pytest.mark.network  # (pre-commit installs the hook's environment with pip)
 def test_the_readme_pre_commit_snippet_fails_then_fixes_then_passes_and_skips(tmp_path):
     """The README's snippet as written, this repository's clone standing in for its address."""
     pytest.importorskip("pre_commit")

@@ -1,9 +1,10 @@
 """Fuzzing: generated programs (hypothesmith, from Python's grammar) with the strings the rules
 look for put at statement boundaries must never crash portlint, must get CPython's verdict on
 their validity, and must stay valid under `--fix --unsafe-fixes`, which a second time changes
-nothing (see tests/fuzzing.py). A fixed seed and a bounded number of examples keep it under a
-minute here; `python scripts/fuzz.py` runs many more for a release. The minimised reproducers of
-what fuzzing found are kept in tests/fixtures/fuzz/ and checked the same way."""
+nothing (see tests/fuzzing.py). Fixed seeds and a bounded number of examples keep it to seconds
+here (150; `-m slow` adds 600 drawn from another seed, `python scripts/fuzz.py` many more for a
+release). The minimised reproducers of what fuzzing found are kept in tests/fixtures/fuzz/ and
+checked the same way."""
 
 from __future__ import annotations
 
@@ -21,22 +22,36 @@ from tests.fuzzing import FIXING, check, cpython_verdict, with_triggers  # noqa:
 from tests.helpers import REPO  # noqa: E402
 
 REPRODUCERS = sorted((REPO / "tests" / "fixtures" / "fuzz").glob("*.py.txt"))
-EXAMPLES = 600
+
+
+def fuzz(examples: int, seed_value: int) -> None:
+    """Check ``examples`` generated programs, drawn from ``seed_value`` (the same every run)."""
+
+    @seed(seed_value)
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(hypothesmith.from_grammar())
+    def generated(program):
+        # (Where the triggers go is drawn from the program itself: drawing it from hypothesis
+        # as well makes each example ten times slower to generate.)
+        check(with_triggers(program, random.Random(program)).encode("utf-8"))
+
+    generated()
 
 
 @pytest.mark.filterwarnings("ignore::SyntaxWarning")  # (hypothesmith's compile() of a program)
-@seed(0)  # (the same examples every run)
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(hypothesmith.from_grammar())
-def test_generated_programs_with_triggers_get_cpythons_verdict_and_safe_fixes(program):
-    # (Where the triggers go is drawn from the program itself: drawing it from hypothesis as
-    # well makes each example ten times slower to generate.)
-    check(with_triggers(program, random.Random(program)).encode("utf-8"))
+def test_generated_programs_with_triggers_get_cpythons_verdict_and_safe_fixes():
+    fuzz(150, 1)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
+def test_many_more_generated_programs_get_cpythons_verdict_and_safe_fixes():
+    fuzz(600, 0)
 
 
 @pytest.mark.parametrize("reproducer", REPRODUCERS, ids=lambda path: path.name[:-7])

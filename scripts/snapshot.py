@@ -1,0 +1,175 @@
+"""Every finding and every silenced finding, with its reason, over the fetched corpus releases.
+
+    python scripts/snapshot.py run CORPUS OUT [-j N] [NAME-VERSION ...]
+    python scripts/snapshot.py diff OLD NEW [--lines]
+    python scripts/snapshot.py store OUT          # keep OUT as tests/data/snapshot/
+
+``run`` lints each release of ``CORPUS`` (a folder that ``python scripts/fetch_corpus.py CORPUS``
+filled) once, with no configuration, as ``portlint check PACKAGE --show-silenced`` does from the
+release's folder, the releases in parallel (``-j``, all cores by default), and writes one file a
+release, ``OUT/NAME-VERSION.txt``, sorted, one finding a line::
+
+    sglang/srt/utils/common.py:2706:9 PORT402
+    sglang/srt/utils/common.py:2710:9 PORT402 ~ guard: torch.cuda.is_available() @2701
+
+(``~``: silenced, then the kind of reason, what says so and the line that says so). The
+known-real test (``tests/test_known_real.py``) reads these files; ``diff`` prints what moved
+between two snapshots, by release and by rule or kind of reason (``--lines``: every line).
+``tests/data/snapshot/`` keeps the snapshot of the code on main, one gzip file a release
+(``store`` writes it): a change's ``diff`` against it shows what the change moves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+SILENCED = " ~ "
+
+
+def release_lines(root: Path) -> list[str]:
+    """The snapshot lines of the release in ``root`` (linted from there, paths as printed)."""
+    from portlint.config import Overrides, load_settings
+    from portlint.discovery import discover
+    from portlint.engine import lint_files
+
+    packages = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    os.chdir(root)
+    settings = load_settings(None, Overrides(), root)
+    files, _ = discover([Path(p) for p in packages], settings, False)
+    found = lint_files(
+        files, settings, jobs=1, fix_edits=False, speedups=True, show_silenced=True, project=True
+    )
+    lines = [f"{v.path}:{v.line}:{v.col} {v.code}" for v in found.violations]
+    for s in found.silenced:
+        v = s.violation
+        why = " ".join(s.why.split())
+        lines.append(f"{v.path}:{v.line}:{v.col} {v.code}{SILENCED}{s.kind}: {why} @{s.line}")
+    lines += [f"! {error}" for error in found.internal_errors]
+    return sorted(set(lines))
+
+
+def _snapshot_one(job: tuple[str, str]) -> tuple[str, float]:
+    root, out = job
+    started = time.perf_counter()
+    lines = release_lines(Path(root))
+    Path(out).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return Path(root).name, time.perf_counter() - started
+
+
+def releases(corpus: Path, names: list[str] | None = None) -> list[Path]:
+    """The fetched releases of ``corpus`` (those named, where names are given), largest first."""
+    found = [p for p in corpus.iterdir() if (p / ".complete").exists()]
+    if names:
+        missing = sorted(set(names) - {p.name for p in found})
+        if missing:
+            sys.exit(f"snapshot: not fetched in {corpus}: {', '.join(missing)}")
+        found = [p for p in found if p.name in names]
+    return sorted(found, key=lambda p: -sum(f.stat().st_size for f in p.rglob("*.py")))
+
+
+def run(corpus: Path, out: Path, jobs: int, names: list[str] | None = None) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    todo = [
+        (str(root.resolve()), str((out / f"{root.name}.txt").resolve()))
+        for root in releases(corpus, names)
+    ]
+    started = time.perf_counter()
+    with ProcessPoolExecutor(jobs) as pool:
+        for done in as_completed([pool.submit(_snapshot_one, job) for job in todo]):
+            name, seconds = done.result()
+            print(f"{name}: {seconds:.1f} s", file=sys.stderr, flush=True)
+    print(
+        f"snapshot: {len(todo)} releases in {time.perf_counter() - started:.0f} s", file=sys.stderr
+    )
+
+
+KEPT = Path(__file__).resolve().parent.parent / "tests" / "data" / "snapshot"
+
+
+def store(snapshot: Path) -> None:
+    """Keep ``snapshot`` as ``tests/data/snapshot/`` (gzip files made the same from the same
+    text: no time or name in their headers)."""
+    KEPT.mkdir(parents=True, exist_ok=True)
+    for old in KEPT.glob("*.txt.gz"):
+        old.unlink()
+    for file in sorted(snapshot.glob("*.txt")):
+        data = gzip.compress(file.read_bytes(), compresslevel=9, mtime=0)
+        (KEPT / f"{file.name}.gz").write_bytes(data)
+
+
+def read_snapshot(folder: Path) -> dict[str, set[str]]:
+    """Each release's lines, from ``NAME-VERSION.txt`` or ``NAME-VERSION.txt.gz`` files."""
+    snapshot = {}
+    for file in folder.iterdir():
+        if file.name.endswith(".txt.gz"):
+            text = gzip.decompress(file.read_bytes()).decode("utf-8")
+        elif file.name.endswith(".txt"):
+            text = file.read_text(encoding="utf-8")
+        else:
+            continue
+        snapshot[file.name.split(".txt")[0]] = set(text.splitlines())
+    return snapshot
+
+
+def _kind(line: str) -> str:
+    """What a line counts under in a summary: its code, and the kind of reason where silenced."""
+    where_code, _, reason = line.partition(SILENCED)
+    code = where_code.rsplit(" ", 1)[-1]
+    return f"{code} silenced ({reason.split(':', 1)[0]})" if reason else f"{code} reported"
+
+
+def diff(old: Path, new: Path, every_line: bool) -> int:
+    before, after = read_snapshot(old), read_snapshot(new)
+    moved = 0
+    for release in sorted(set(before) | set(after)):
+        gone = before.get(release, set()) - after.get(release, set())
+        came = after.get(release, set()) - before.get(release, set())
+        if not gone and not came:
+            continue
+        moved += len(gone) + len(came)
+        print(f"{release}: -{len(gone)} +{len(came)}")
+        counts = Counter(("-", _kind(x)) for x in gone) + Counter(("+", _kind(x)) for x in came)
+        for (sign, kind), count in sorted(counts.items(), key=lambda item: item[0][1]):
+            print(f"  {sign}{count} {kind}")
+        if every_line:
+            for line in sorted(gone):
+                print(f"  - {line}")
+            for line in sorted(came):
+                print(f"  + {line}")
+    print(f"{moved} lines moved" if moved else "the same")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    runs = verbs.add_parser("run")
+    runs.add_argument("corpus", type=Path)
+    runs.add_argument("out", type=Path)
+    runs.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    runs.add_argument("releases", nargs="*")
+    diffs = verbs.add_parser("diff")
+    diffs.add_argument("old", type=Path)
+    diffs.add_argument("new", type=Path)
+    diffs.add_argument("--lines", action="store_true")
+    stores = verbs.add_parser("store")
+    stores.add_argument("snapshot", type=Path)
+    args = parser.parse_args()
+    if args.verb == "store":
+        store(args.snapshot)
+        return 0
+    if args.verb == "run":
+        run(args.corpus, args.out, args.jobs, args.releases)
+        return 0
+    return diff(args.old, args.new, args.lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
