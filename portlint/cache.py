@@ -1,10 +1,16 @@
 """Results per file, kept in ``.portlint_cache/`` between runs.
 
-A file's findings depend on its content, its path (``per-file-ignores``, ``cuda-only-paths``),
-the effective settings and portlint itself; nothing else. So the cache has one table per
-(portlint build, settings, whether fixes carry edits), and in it, per file, the findings and what
-they were computed from: the file's size, mtime and ctime (a hit needs no read at all) and a
-digest of its bytes (a file touched but unchanged is a hit after one read).
+A file's own findings depend on its content, its path (``per-file-ignores``,
+``cuda-only-paths``), the effective settings and portlint itself; nothing else. So the cache has
+one table per (portlint build, settings, whether fixes carry edits), and in it, per file, the
+findings, what they were computed from (the file's size, mtime and ctime: a hit needs no read at
+all; a digest of its bytes: a file touched but unchanged is a hit after one read) and the notes
+its rules left for the project index. What other modules say of a finding (their kernels, the
+callers of its function) is never cached with it: a run that joins a project judges the cached
+findings again, with those notes, against the project as it is now
+(:meth:`portlint.index.project.Project.judge`). An entry says which it holds: findings as the
+rules found them, with their notes (a project's run), or findings judged with the file alone
+(``notes`` None); a run takes only its own kind.
 
 Each run writes its table to a temporary file and renames it into place, so concurrent runs never
 see a torn file: the last one to finish wins, and every entry it holds is still checked against
@@ -20,6 +26,7 @@ import os
 import shutil
 from dataclasses import asdict, fields
 from pathlib import Path
+from typing import NamedTuple
 
 import portlint
 from portlint.atomic import write_atomically
@@ -79,6 +86,14 @@ def _load(path: str, row: list) -> Violation:
     return Violation(path, line, col, code, message, end_line, end_col, confidence, fix)
 
 
+class Cached(NamedTuple):
+    """A file's cached findings, and the notes its rules left for the project (None: the
+    findings were judged with the file alone)."""
+
+    findings: list[Violation]
+    notes: dict | None
+
+
 class Cache:
     def __init__(
         self, root: Path, settings: Settings, fix_edits: bool, folder: Path | None = None
@@ -115,60 +130,70 @@ class Cache:
     def _key(path: str) -> str:
         return os.path.abspath(path)
 
-    def _entry(self, path: str) -> list | None:
-        """The entry for ``path``, where it has the shape :meth:`store` gives it (a table is
-        written by any version of portlint, or by hand)."""
+    def _entry(self, path: str, project: bool) -> list | None:
+        """The entry for ``path`` of the kind a run asks for (``project``: with notes), where it
+        has the shape :meth:`store` gives it (a table is written by any version of portlint, or
+        by hand)."""
         entry = self.entries.get(self._key(path))
         if (
             isinstance(entry, list)
-            and len(entry) == 3
+            and len(entry) == 4
             and isinstance(entry[0], list)
             and isinstance(entry[1], str)
             and isinstance(entry[2], list)
+            and (isinstance(entry[3], dict) if project else entry[3] is None)
         ):
             return entry
         return None
 
     @staticmethod
-    def _findings(path: str, rows: list) -> list[Violation] | None:
+    def _found(path: str, entry: list) -> Cached | None:
         try:
-            return [_load(path, row) for row in rows]
+            return Cached([_load(path, row) for row in entry[2]], entry[3])
         except (TypeError, ValueError):  # a malformed row: the file is linted again
             return None
 
-    def lookup(self, path: str, info: os.stat_result | None = None) -> list[Violation] | None:
+    def lookup(
+        self, path: str, info: os.stat_result | None = None, project: bool = False
+    ) -> Cached | None:
         """The cached findings, if the file's size and times (its status, ``info`` where it was
         taken already) are those they were computed for."""
-        entry = self._entry(path)
+        entry = self._entry(path, project)
         try:
             info = info or os.stat(path)
         except OSError:
             return None
         if entry is None or entry[0] != file_stamp(info):
             return None
-        return self._findings(path, entry[2])
+        return self._found(path, entry)
 
     def lookup_content(
-        self, path: str, data_digest: str, info: os.stat_result
-    ) -> list[Violation] | None:
+        self, path: str, data_digest: str, info: os.stat_result, project: bool = False
+    ) -> Cached | None:
         """The cached findings for content with this digest (a touched, unchanged file), read
         when the file was as ``info`` says (its status before the read)."""
-        entry = self._entry(path)
+        entry = self._entry(path, project)
         if entry is None or entry[1] != data_digest:
             return None
-        found = self._findings(path, entry[2])
+        found = self._found(path, entry)
         if found is not None:
             entry[0] = file_stamp(info)
             self.changed = True
         return found
 
     def store(
-        self, path: str, data_digest: str, violations: list[Violation], info: os.stat_result
+        self,
+        path: str,
+        data_digest: str,
+        violations: list[Violation],
+        info: os.stat_result,
+        notes: dict | None = None,
     ) -> None:
         """Keep the findings of the content read when the file was as ``info`` says (its status
-        before the read: a file edited since has another, and is linted again next time)."""
+        before the read: a file edited since has another, and is linted again next time), with
+        the notes its rules left for the project (None: the findings are judged alone)."""
         rows = [_dump(v) for v in violations]
-        self.entries[self._key(path)] = [file_stamp(info), data_digest, rows]
+        self.entries[self._key(path)] = [file_stamp(info), data_digest, rows, notes]
         self.changed = True
 
     def save(self) -> None:

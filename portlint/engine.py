@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from portlint.atomic import write_atomically
 from portlint.bounds import compile_quietly, python_verdict
-from portlint.cache import Cache, digest, file_stamp
+from portlint.cache import Cache, Cached, digest, file_stamp
 from portlint.catalog import GUARDABLE
 from portlint.findings import (
     Edit,
@@ -433,6 +433,9 @@ class Job(NamedTuple):
     show_silenced: bool
     # The top-level packages of the run's tree, where the project index wants the file's facts.
     packages: frozenset[str] | None = None
+    # Whether the run judges the findings with its project index: then the worker leaves them
+    # as the rules found them and returns the rules' notes (else it judges the file alone).
+    project: bool = False
 
 
 class Outcome(NamedTuple):
@@ -443,6 +446,7 @@ class Outcome(NamedTuple):
     facts: dict | None = None  # what the project index reads of it (None: not asked, or no parse)
     linted: bool = True  # whether the rules ran on it (not: it was only read for the index)
     complete: bool = True  # not: its analysis was stopped (its process died or ran out of time)
+    notes: dict | None = None  # what its rules noted for the project's judgement (Job.project)
 
 
 def _lint_job(job: Job) -> Outcome:
@@ -464,12 +468,14 @@ def _job_outcome(job: Job) -> Outcome:
                 module = tree if isinstance(tree, ast.Module) else None
             facts = read_module(module, job.packages) if module is not None else None
         found: list[Violation] = []
+        noted: dict | None = {} if job.project else None  # (lint_source puts the notes in it)
         if job.codes:
             found = lint_source(
                 job.path, job.source, job.settings, fix_edits=job.fix_edits, codes=job.codes,
-                speedups=job.speedups, silenced=silenced, tree=tree, facts=facts,
+                speedups=job.speedups, silenced=silenced, tree=tree, facts=noted,
             )  # fmt: skip
-        return Outcome(job.path, found, silenced or [], None, facts, bool(job.codes))
+        notes = noted.get("notes", {}) if noted is not None else None
+        return Outcome(job.path, found, silenced or [], None, facts, bool(job.codes), notes=notes)
     except BrokenRules:
         raise  # portlint itself is broken, not this file: the run must stop
     except Exception as error:  # a crash on one file must not end the run
@@ -531,18 +537,26 @@ def lint_files(
             [*files, *others], settings, cache, store, early, statuses
         )
     complete = True  # (not: a file's analysis was stopped, and the run is not one to reuse)
+    judged = packages is not None  # (the findings are judged with the project, not file by file)
+    notes: dict[str, dict] = {}  # per file, what its rules noted for the project's judgement
+
+    def take(path: str, found: Cached) -> None:
+        result.violations.extend(found.findings)
+        if found.notes:
+            notes[path] = found.notes
+
     with _Runner(jobs or os.cpu_count() or 1, len(files) + len(others), time_limit) as runner:
         for file in [*files, *others]:
             path = str(file)
             if path not in linted:
                 _read_for_index(path, store, early, facts, read, runner, settings, packages)
                 continue
-            cached = cache.lookup(path, statuses.of(path)) if cache else None
+            cached = cache.lookup(path, statuses.of(path), judged) if cache else None
             known = store.entry(path, info=statuses.of(path)) if store else None
             if known is not None:
                 facts.keep(path, known)
-            if cached is not None and (packages is None or known is not None):
-                result.violations.extend(cached)
+            if cached is not None and (not judged or known is not None):
+                take(path, cached)
                 continue
             try:
                 data, info, source = early.pop(path) if path in early else _read(path)
@@ -551,27 +565,28 @@ def lint_files(
                 continue
             if cache:
                 read[path] = digest(data), info
-                cached = cached or cache.lookup_content(path, *read[path])
+                cached = cached or cache.lookup_content(path, *read[path], judged)
                 known = known or (store.entry(path, read[path][0]) if store else None)
                 if known is not None:
                     facts.keep(path, known)
-                if cached is not None and (packages is None or known is not None):
-                    result.violations.extend(cached)
+                if cached is not None and (not judged or known is not None):
+                    take(path, cached)
                     continue
-            index = packages if packages is not None and known is None else None
+            index = packages if judged and known is None else None
             codes = (
                 []
                 if cached is not None
                 else codes_with_triggers_in(source, settings.codes_for(path))
             )
             if cached is not None:  # (its facts only are missing)
-                result.violations.extend(cached)
+                take(path, cached)
             elif not codes and cache:
-                cache.store(path, read[path][0], [], read[path][1])
+                cache.store(path, read[path][0], [], read[path][1], {} if judged else None)
             if codes or index is not None:
                 runner.submit(
-                    Job(path, source, settings, fix_edits, codes, speedups, show_silenced, index)
-                )
+                    Job(path, source, settings, fix_edits, codes, speedups, show_silenced, index,
+                        judged)
+                )  # fmt: skip
         result.files_parsed = runner.linted
         for outcome in runner.results(progress):
             complete = complete and outcome.complete
@@ -581,14 +596,19 @@ def lint_files(
                 facts[outcome.path] = outcome.facts
                 if store:
                     store.store(outcome.path, read[outcome.path][0], outcome.facts)
+            if outcome.linted and outcome.notes:
+                notes[outcome.path] = outcome.notes
             if outcome.error and outcome.path in linted:
                 result.internal_errors.append(outcome.error)
             elif cache and outcome.linted:
                 data_digest, info = read[outcome.path]
-                cache.store(outcome.path, data_digest, outcome.violations, info)
+                cache.store(outcome.path, data_digest, outcome.violations, info, outcome.notes)
     if cache is not given and cache is not None:
         cache.save()  # (the caller saves the table it gave)
     if packages is not None:
+        for path, noted in notes.items():
+            if path in facts:  # (the notes go with the facts they are judged with, never stored)
+                facts[path] = {**facts[path], "notes": noted}
         joined = _joined(facts, settings, packages, store)
         result.projects = dict.fromkeys(facts, joined)
         silenced = result.silenced if show_silenced else None

@@ -248,3 +248,21 @@ def test_a_generic_container_made_by_subscript_is_no_kernel_launch():
         "w = mod.k[grid](a)\nv = Foo[int]()\nu = table[key](x)\n"
     )
     assert sorted(launch_lines(source)) == [2, 4, 6]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ('import torch; x = torch.device("cuda")\n', [("PORT101", 1, 19)]),
+        ("import torch\nimport os; torch.cuda.synchronize()\n", [("PORT401", 2, 12)]),
+        ("import torch\nx = 1; import os; y = torch.device('cuda')\n", [("PORT101", 2, 23)]),
+        ("import torch, os; torch.cuda.synchronize()\nimport sys\n", [("PORT401", 1, 19)]),
+    ],
+)
+def test_a_statement_that_shares_its_line_with_an_import_is_linted(source, expected):
+    """Issue #52: the cut dropped an import's whole line, and what shared it with the import."""
+    codes = frozenset(all_rules())
+    for partial in (True, False):
+        settings = Settings(select=codes, partial_parse=partial)
+        found = lint_source("m.py", source, settings, fix_edits=False)
+        assert [(v.code, v.line, v.col) for v in found] == expected, partial

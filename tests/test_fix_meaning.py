@@ -131,7 +131,8 @@ def test_a_name_with_no_portable_equivalent_is_said_to_have_none():
          "`torch.get_device_module().get_device_name`"),
         ("def fast(hidden):\n    return hidden.is_cuda\n", "PORT409", "`hidden.device.type`"),
         ("import torch.distributed as dist\ndist.init_process_group('nccl')\n", "PORT406",
-         "get_default_backend_for_device(torch.accelerator.current_accelerator())`"),
+         'get_default_backend_for_device(torch.accelerator.current_accelerator() if '
+         'torch.accelerator.is_available() else "cpu")`'),
     ],
 )  # fmt: skip
 def test_messages_name_what_is_in_scope(source, code, named):
@@ -389,3 +390,53 @@ def test_a_fixed_device_type_runs_on_a_build_with_no_accelerator(source, value, 
             assert made == f"{expected}:1"
         else:
             assert made._device == expected
+
+
+NCCL_INIT = (
+    "import torch.distributed as dist\n\n\n"
+    "def init(store):\n"
+    '    dist.init_process_group("nccl", store=store, rank=0, world_size=1)\n'
+    "    return dist.get_backend()\n"
+)
+
+
+def _run_fixed_init(torch) -> str:
+    """The backend that PORT406's fix of ``NCCL_INIT`` gives ``init_process_group``, run."""
+    source = fixed(NCCL_INIT)
+    assert "is_available()" in source and '"nccl"' not in source
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "fixed.py", "exec"), namespace)
+    try:
+        return namespace["init"](torch.distributed.HashStore())
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def test_the_nccl_fix_starts_gloo_with_the_installed_torch_where_no_gpu_is_there():
+    """Issue #52: on a build without an accelerator (the CPU wheel) and on a CUDA build of a
+    machine without a GPU, what ``init_process_group`` gets is Gloo (the build's accelerator
+    alone is None on the first, where the backend lookup raises, and CUDA on the second)."""
+    torch = pytest.importorskip("torch")
+    if torch.accelerator.is_available() or not torch.distributed.is_available():
+        pytest.skip("runs where no accelerator is available and torch.distributed is built")
+    assert _run_fixed_init(torch) == "gloo"
+
+
+def test_the_nccl_fix_starts_gloo_on_a_cuda_build_without_a_gpu_and_nccl_with_one(monkeypatch):
+    """A CUDA build on a machine without a GPU, simulated on any build: its accelerator is CUDA
+    but none is available (the unfixed `current_accelerator()` form would pick NCCL, which
+    fails to start there); where CUDA is available the fix's lookup is NCCL's."""
+    torch = pytest.importorskip("torch")
+    if not torch.distributed.is_available():
+        pytest.skip("torch.distributed is not built")
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda *a, **k: cuda)
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
+    assert torch.distributed.get_default_backend_for_device(cuda) == "nccl"
+    assert _run_fixed_init(torch) == "gloo"
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    chosen = eval(  # the expression the fix passes, where CUDA is available
+        fixed(NCCL_INIT).split("get_default_backend_for_device(")[1].rsplit("), store=")[0],
+        {"torch": torch},
+    )
+    assert torch.distributed.get_default_backend_for_device(chosen) == "nccl"

@@ -22,6 +22,7 @@ from libcst.metadata import BatchableMetadataProvider
 
 from portlint.analysis.device_scope import (
     ScopeDevice,
+    backend_device,
     device_module,
     device_type,
     fix_device,
@@ -303,7 +304,7 @@ class CudaApiRule(Rule):
             return f"`{name}` is CUDA-only, and torch has no portable equivalent"
         replacement = replacement.replace(DEVICE_MODULE, device_module(device, fix=False))
         if api.family == DISTRIBUTED:
-            name, replacement = 'backend="nccl"', f"{replacement}({device.expression})"
+            name, replacement = 'backend="nccl"', f"{replacement}({backend_device(device, False)})"
         if api is IS_CUDA and isinstance(node, cst.Attribute):  # the tensor's own name
             replacement = f"{cst.Module([]).code_for_node(node.value)}.device.type"
         replacement = api.usage or f"`{replacement}`"
@@ -317,7 +318,7 @@ class CudaApiRule(Rule):
         if api.guard and _in_test(self, node):
             return None  # the code it guards may be CUDA-only: true elsewhere, it would run there
         if api.family == DISTRIBUTED:
-            device = fix_device(self, node).as_device()
+            device = backend_device(fix_device(self, node), True)
             new: cst.CSTNode = cst.parse_expression(f"{api.replacement}({device})")
             old: cst.CSTNode = node
         elif call is None or any(arg.star for arg in call.args):

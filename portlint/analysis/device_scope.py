@@ -28,6 +28,15 @@ DEFAULT_DEVICE_EXPRESSION = "torch.accelerator.current_accelerator()"
 DEFAULT_DEVICE_TYPE = "getattr(torch.accelerator.current_accelerator(), {q}type{q}, {q}cpu{q})"
 
 
+# The device a backend is chosen for where none is in scope: the accelerator that is there.
+# ``current_accelerator()`` alone is the build's (CUDA on a CUDA build of a machine without a
+# GPU, where NCCL then fails) and None on a build without one (``get_default_backend_for_device``
+# raises on None); without an available accelerator the backend is the CPU's, Gloo.
+AVAILABLE_DEVICE = (
+    'torch.accelerator.current_accelerator() if torch.accelerator.is_available() else "cpu"'
+)
+
+
 @dataclass(frozen=True)
 class ScopeDevice:
     expression: str
@@ -61,6 +70,15 @@ def device_type(device: ScopeDevice, quote: str = '"') -> str:
     if device.expression == DEFAULT_DEVICE_EXPRESSION:
         return DEFAULT_DEVICE_TYPE.format(q=quote)
     return f"{device.as_device()}.type"
+
+
+def backend_device(device: ScopeDevice, fix: bool) -> str:
+    """The device to choose a collective backend for: the device in scope, else the available
+    accelerator or the CPU (``AVAILABLE_DEVICE``); ``fix``: as a fix writes it (a
+    ``torch.device``), else as a message names it."""
+    if device.expression == DEFAULT_DEVICE_EXPRESSION:
+        return AVAILABLE_DEVICE
+    return device.as_device() if fix else device.expression
 
 
 def device_module(device: ScopeDevice, fix: bool) -> str:

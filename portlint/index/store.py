@@ -113,8 +113,11 @@ class IndexStore:
             self.changed = True
 
     def _written(self, facts: dict[str, Any]) -> list | None:
-        """The fields of an entry for ``facts``, appended to the pack (None: they cannot be)."""
-        data = json.dumps(facts, separators=(",", ":")).encode()
+        """The fields of an entry for ``facts``, appended to the pack (None: they cannot be).
+        The rules' notes are left out: they depend on the settings, and the lint cache keeps
+        them with the findings they explain."""
+        kept = {name: value for name, value in facts.items() if name != "notes"}
+        data = json.dumps(kept, separators=(",", ":")).encode()
         try:
             descriptor = self._appender(self.generation)
             if os.write(descriptor, data) != len(data):

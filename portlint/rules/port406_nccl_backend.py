@@ -30,8 +30,10 @@ class NcclBackend(CudaApiRule):
 
     ## Fix safety
     Unsafe: the device comes from the code in scope (a `device` parameter, `worker.device`,
-    `self.device`, ..., else `torch.accelerator.current_accelerator()`, which is `None` on a
-    build without an accelerator).
+    `self.device`, ...), else it is the accelerator that is available, or the CPU where none is
+    (`torch.accelerator.current_accelerator() if torch.accelerator.is_available() else "cpu"`):
+    Gloo on a build without an accelerator and on a CUDA build of a machine without a GPU,
+    where the build's accelerator alone would name CUDA and NCCL.
 
     ## References
     - https://pytorch.org/docs/stable/distributed.html#torch.distributed.get_default_backend_for_device

@@ -429,14 +429,25 @@ def _unnamed(entry: Entry) -> Entry:
 
 def _outside(lines: list[str], leaves: list[Unit], tree: ast.Module) -> str:
     """The text outside the units and the module-level imports: module-level and class-level
-    code (an import holds no finding; the names it defines are looked for in the units)."""
+    code (an import holds no finding; the names it defines are looked for in the units). A line
+    that an import shares with another statement (``import torch; x = torch.device("cuda")``)
+    is outside."""
     inside = bytearray(len(lines))
     for unit in leaves:
         inside[unit.start - 1 : unit.end] = b"\x01" * (unit.end - unit.start + 1)
+    imports = (ast.Import, ast.ImportFrom)
+    others = {
+        line
+        for node in tree.body
+        if not isinstance(node, imports)
+        for line in range(_span(node)[0], _span(node)[1] + 1)
+    }
     for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
+        if isinstance(node, imports):
             start, end = _span(node)
-            inside[start - 1 : end] = b"\x01" * (end - start + 1)
+            for line in range(start, end + 1):
+                if line not in others:
+                    inside[line - 1] = 1
     return "".join(line for line, within in zip(lines, inside, strict=True) if not within)
 
 
