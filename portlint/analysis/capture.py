@@ -27,6 +27,7 @@ class CaptureRegion:
     kind: str  # "with", "enter_context" or "capture_begin"
     call: cst.Call  # the call that starts the capture
     stream: cst.BaseExpression | None  # the `stream=` argument, where the capture takes one
+    body: tuple[cst.CSTNode, ...] = ()  # the code it captures: a block, or statements
 
 
 def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
@@ -65,7 +66,8 @@ class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
         for item in node.items:
             if self._is_capture(item.item):
                 stream = argument(item.item, "stream", 2)
-                region = CaptureRegion("with", item.item, stream.value if stream else None)
+                value = stream.value if stream else None
+                region = CaptureRegion("with", item.item, value, (node.body,))
                 self._open(region, node.body)
 
     def leave_With_body(self, node: cst.With) -> None:
@@ -101,7 +103,8 @@ class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
             closes_with = block if end is None else rest[end]
             kind = "capture_begin"
         if covered:
-            self._open(CaptureRegion(kind, capture, stream.value if stream else None), closes_with)
+            value = stream.value if stream else None
+            self._open(CaptureRegion(kind, capture, value, tuple(covered)), closes_with)
 
     @staticmethod
     def _ends_capture(statement: cst.CSTNode, graph: str | None) -> bool:

@@ -114,6 +114,14 @@ class CudaReferenceProvider(BatchableMetadataProvider[CudaReference]):
                 and bool(qualified_names(self, current.value) & TYPE_CONSTRUCTORS)
             ):
                 return True
+            if isinstance(current, cst.Arg):  # `typing.cast(torch.cuda.Event, x)`: its type
+                call = self.get_metadata(ParentProvider, current, None)
+                if (
+                    isinstance(call, cst.Call)
+                    and call.args[0] is current
+                    and qualified_names(self, call.func) & CASTS
+                ):
+                    return True
             current = self.get_metadata(ParentProvider, current, None)
         return False
 
@@ -191,6 +199,10 @@ TYPE_CONSTRUCTORS = frozenset(
     for module in ("typing", "typing_extensions")
     for name in ("Union", "Optional", "Type", "Sequence", "List", "Tuple", "Dict", "Callable")
 )
+
+
+# The functions whose first argument is a type, never run (`typing.cast(torch.cuda.Event, x)`).
+CASTS = frozenset({"typing.cast", "typing_extensions.cast"})
 
 
 def device_type_first(rule: Rule, call: cst.Call, args: list[cst.Arg]) -> list[cst.Arg]:

@@ -141,6 +141,15 @@ class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
             if origin:
                 self.set_metadata(operand, origin)
 
+    def visit_Return(self, node: cst.Return) -> None:
+        """A returned value (each element of a returned tuple): where the tensor leaves."""
+        value = node.value
+        values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+        for returned in values:
+            origin = self.known(returned) if returned is not None else None
+            if returned is not None and origin:
+                self.set_metadata(returned, origin)
+
     # Bindings, seen after their right-hand side was visited.
     def leave_Assign(self, original_node: cst.Assign) -> None:
         for target in original_node.targets:

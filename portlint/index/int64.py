@@ -33,6 +33,9 @@ LAUNCH_NOTES, CONSUMER_NOTES = "int64_launches", "int64_consumers"
 # PORT201's per argument of a call that is or comes from a `new_*` without `dtype=`: the
 # argument, the callee's qualified names, the position or keyword, those `new_*` calls, the callee.
 CALL_NOTES = "int64_calls"
+# PORT201's per returned value that is or comes from a `new_*` without `dtype=`: those `new_*`
+# calls, the element of the returned tuple (None: the whole value), the function returning it.
+RETURN_NOTES = "int64_returns"
 MAX_CALL_DEPTH = 6  # how many calls deep a tensor is followed to a kernel
 INT64_CODES = frozenset({NEW_TENSOR, INTO_KERNEL})
 
@@ -60,6 +63,8 @@ def refine(project: Project, violations: list[Violation]) -> list[Violation]:
         consumer = (
             reached.get(where) or _consumer(project, violation) or _given_to(project, violation)
         )
+        if consumer is None or consumer[1] != "certain":
+            consumer = _returned(project, violation) or consumer
         if consumer is not None:
             message = f"{violation.message}; {consumer[0]}"
             standing.append(dataclasses.replace(violation, message=message, confidence=consumer[1]))
@@ -129,6 +134,91 @@ def _given_to(project: Project, violation: Violation) -> tuple[str, str] | None:
             "likely",
         )
     return unseen
+
+
+def _returned(project: Project, violation: Violation) -> tuple[str, str] | None:
+    """Where the new tensor goes once its function returns it: a kernel that needs int32 in a
+    caller (certain, naming the caller and the kernel's line); else, where it reached a kernel
+    before it left and not every caller's use can be followed, or no caller is in the project
+    (likely: where it went); None where every caller's use takes any width."""
+    at = [violation.line, violation.col]
+    for news, element, function in _notes(project, violation.path, RETURN_NOTES):
+        if at not in news:
+            continue
+        seen, followed = False, True
+        for caller_path, caller, uses in _callers(project, violation.path, function, element):
+            seen = True
+            for use in uses:
+                verdict = (
+                    UNSEEN
+                    if use[0] == "opaque"
+                    else _needs(project, caller_path, [use[1]], use[2], MAX_CALL_DEPTH)
+                )
+                if verdict not in (FINE, UNSEEN):
+                    where = f"`{caller}` ({project.shown(caller_path)})"
+                    return f"it is returned by `{function}` to {where}, and {verdict}", "certain"
+                followed = followed and verdict is FINE
+        kernel = _kernel_reached(project, violation)
+        if kernel is not None and not (seen and followed):
+            return (
+                f"it reaches Triton kernel `{kernel}` and is returned by `{function}`: portlint "
+                "cannot see every use of it after that; check that each takes int64",
+                "likely",
+            )
+    return None
+
+
+def _callers(
+    project: Project, path: str, function: str, element: int | None
+) -> list[tuple[str, str, list[list]]]:
+    """Each function of the project that binds the result of ``function`` of ``path`` (its
+    ``element``, for a tuple): its path, its name and the bound name's uses."""
+    target = (path, function)
+    last = function.rsplit(".", 1)[-1]
+    found = []
+    for caller_path in list(project.facts):
+        names = {row[0] for row in project.facts[caller_path].get("uses", [])}
+        if not any(name.rsplit(".", 1)[-1] == last for name in names):
+            continue
+        for caller, summary in project.functions(caller_path).items():
+            for callee, bound, uses in summary.get("results", []):
+                if bound == element and project.resolve_name(caller_path, callee) == target:
+                    found.append((caller_path, caller, uses))
+    return found
+
+
+def _kernel_reached(project: Project, violation: Violation) -> str | None:
+    """A project kernel the new tensor is launched into, from its own function or through the
+    project's functions it is given to, if one is."""
+    at = [violation.line, violation.col]
+    for _, names, where, news, callee in _notes(project, violation.path, CALL_NOTES):
+        if at in news:
+            kernel = _launched(project, violation.path, names or [callee], where, MAX_CALL_DEPTH)
+            if kernel is not None:
+                return kernel
+    return None
+
+
+def _launched(
+    project: Project, path: str, names: list[str], where: int | str, depth: int
+) -> str | None:
+    """The kernel that the callee named ``names`` in ``path`` launches with what it gets at
+    ``where`` (itself, where it is one), if any."""
+    for name in names:
+        target = project.resolve_name(path, name) if depth > 0 else None
+        if target is None:
+            continue
+        module_path, member = target
+        if member in project.facts[module_path].get("kernels", {}):
+            return member
+        function = project.functions(module_path).get(member)
+        parameter = _parameter(function["parameters"], where) if function else None
+        for use in function["uses"].get(parameter, []) if function and parameter else []:
+            if use[0] in ("launch", "call"):
+                found = _launched(project, module_path, [use[1]], use[2], depth - 1)
+                if found is not None:
+                    return found
+    return None
 
 
 FINE, UNSEEN = "fine", "unseen"  # what a callee does with a tensor: takes any width; unknown

@@ -10,6 +10,10 @@ type where two paths meet (``tests/test_kernel_contracts.py`` checks this model 
 - a loop whose body rebinds a variable defined before it with a value of another type
   ("Loop-carried variable acc has initial type int32 but is re-assigned to int64").
 
+A ``for`` loop's variable has the type of its ``range`` bounds (int64 where one is int64), is
+bound afresh at the loop (no merge with a value it had before) and stays bound after it; a
+``tl.static_range`` loop is unrolled: its body is straight-line code, run once per iteration.
+
 A value loaded through a pointer parameter has the width of the tensor given for it. So a pointer
 parameter **needs int32** where a value loaded through it (or computed from one) meets an int32
 value (a literal, ``tl.program_id``, ``tl.arange``, an integer parameter, ``tl.full(...,
@@ -35,9 +39,15 @@ MAKERS = frozenset({"full", "zeros"})
 COMBINING = frozenset({"where", "minimum", "maximum", "min", "max"})
 # A kind: INT32, the pointer parameters a value was loaded through (a frozenset), or None.
 Kind = str | frozenset[str] | None
-# Where an assignment is: per enclosing block, the statement's index and the branch taken into
-# the next block ("body", "orelse"); the last entry's branch is None.
-Path = tuple[tuple[int, str | None], ...]
+RANGES = frozenset({"range"})  # `range`, `tl.range`: a loop whose variable is a value
+UNROLLED = frozenset({"static_range"})  # `tl.static_range`: unrolled at compile time
+# Where an assignment is: per enclosing block, the statement's position and the branch taken
+# into the next block ("body", "orelse"); the last entry's branch is None. A position is a tuple
+# compared in order: a statement's index, then (in a `for` statement) 0 for its loop region and
+# 1 for after it, and (in an unrolled loop's body) the iteration and the index within the body.
+Position = tuple[int, ...]
+Path = tuple[tuple[Position, str | None], ...]
+FRESH = (-1,)  # the position of a `for` loop's variable: before its body's statements
 
 
 def _name(node: ast.AST) -> str:
@@ -66,6 +76,7 @@ class _Assignment:
     kind: Kind
     path: Path
     line: int
+    fresh: bool = False  # a `for` loop's variable in its body: bound anew, merged with nothing
 
 
 @dataclass
@@ -118,8 +129,9 @@ class _Body:
             return result
         return None
 
-    def block(self, body: list[ast.stmt], path: Path) -> None:
-        for index, statement in enumerate(body):
+    def block(self, body: list[ast.stmt], path: Path, prefix: Position = ()) -> None:
+        for number, statement in enumerate(body):
+            index = (*prefix, number)
             here = (*path, (index, None))
             if isinstance(statement, ast.Assign):
                 kind = self.kind(statement.value)
@@ -137,18 +149,42 @@ class _Body:
             elif isinstance(statement, ast.If):
                 self.block(statement.body, (*path, (index, "body")))
                 self.block(statement.orelse, (*path, (index, "orelse")))
-            elif isinstance(statement, (ast.For, ast.While)):
-                if isinstance(statement, ast.For) and isinstance(statement.target, ast.Name):
-                    self.current[statement.target.id] = INT32  # `range` of int32 bounds
+            elif isinstance(statement, ast.For):
+                self._for(statement, path, index)
+            elif isinstance(statement, ast.While):
                 # Twice: the second walk sees the kinds the body leaves for the next iteration.
                 self.block(statement.body, (*path, (index, "body")))
                 self.block(statement.body, (*path, (index, "body")))
 
-    def _bind(self, name: str, kind: Kind, path: Path, line: int) -> None:
+    def _for(self, statement: ast.For, path: Path, index: Position) -> None:
+        iterator = statement.iter
+        last = _name(iterator.func).rsplit(".", 1)[-1] if isinstance(iterator, ast.Call) else ""
+        target = statement.target.id if isinstance(statement.target, ast.Name) else None
+        if last in UNROLLED:  # straight-line code, twice: each copy sees the one before
+            for iteration in (0, 1):
+                if target:
+                    self.current[target] = INT32  # a constexpr int
+                self.block(statement.body, path, (*index, iteration))
+            return
+        kind: Kind = None
+        if last in RANGES and isinstance(iterator, ast.Call):
+            kinds = [self.kind(a) for a in iterator.args] or [None]
+            kind = kinds[0]
+            for other in kinds[1:]:
+                kind = _join(kind, other)  # the bounds' common type: int64 if one is
+        loop = (*path, ((*index, 0), "body"))
+        for _ in range(2):  # twice: the second walk sees what the body leaves for the next
+            if target:
+                self._bind(target, kind, (*loop, (FRESH, None)), statement.lineno, fresh=True)
+            self.block(statement.body, loop)
+        if target:  # the loop's variable stays bound after the loop
+            self._bind(target, kind, (*path, ((*index, 1), None)), statement.lineno)
+
+    def _bind(self, name: str, kind: Kind, path: Path, line: int, fresh: bool = False) -> None:
         self.current[name] = kind
         found = self.assignments.setdefault(name, [])
         if not any(a.path == path for a in found):
-            found.append(_Assignment(kind, path, line))
+            found.append(_Assignment(kind, path, line, fresh))
 
 
 def _join(a: Kind, b: Kind) -> Kind:
@@ -172,6 +208,8 @@ def _meet(a: _Assignment, b: _Assignment) -> bool:
     ``if`` or a loop, the other inside it."""
     outer, inner = sorted((a, b), key=lambda assignment: len(assignment.path))
     depth = len(outer.path) - 1
+    if inner.fresh:  # a `for` loop's variable merges with nothing before the loop
+        return False
     if len(inner.path) <= len(outer.path) or inner.path[:depth] != outer.path[:depth]:
         return False
     return inner.path[depth][0] > outer.path[depth][0]
@@ -227,11 +265,13 @@ def functions_in(tree: ast.Module) -> dict[str, dict[str, Any]]:
             if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and not is_kernel(
                 function
             ):
-                uses = parameter_uses(function)
-                if uses:
+                uses, results = parameter_uses(function), result_uses(function)
+                if uses or results:
                     arguments = function.args
                     order = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
-                    found[prefix + function.name] = {"parameters": order, "uses": uses}
+                    found[prefix + function.name] = {
+                        "parameters": order, "uses": uses, "results": results,
+                    }  # fmt: skip
     return found
 
 
@@ -259,16 +299,48 @@ TORCH = "torch"
 def parameter_uses(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[list]]:
     """Per parameter of ``function``, the uses of it that could need int32: given to a launch
     (``["launch", kernel, position or keyword]``) or to a call (``["call", callee, position or
-    keyword]``) of something not torch's, or put where it cannot be followed (``["opaque"]``).
-    Reads, arithmetic, comparisons and torch's own functions take any integer width: they are
-    left out, so a parameter with no entry takes any width."""
+    keyword]``) of something not torch's, or put where it cannot be followed (``["opaque"]``:
+    a container, an attribute, a return). Reads, arithmetic, comparisons and torch's own
+    functions take any integer width: they are left out, so a parameter with no entry takes any
+    width."""
     arguments = function.args
     names = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
-    # One walk: each load of a parameter (and each keyword argument) with its parent, and the
-    # parameters the function rebinds (those it cannot follow).
+    return _uses(function, dict.fromkeys(names, 0))
+
+
+def result_uses(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[list]:
+    """Each call of ``function`` whose result it binds to a name (``x = f(...)``, or an element
+    of it: ``a, b = f(...)``), where the callee is not torch's or a value's method: ``[callee,
+    element (None: the whole result), the name's uses as in parameter_uses]`` (no uses: the
+    result takes any width there)."""
+    bound: list[tuple[str, int | None, str]] = []
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        value, target = node.value, node.targets[0]
+        if not isinstance(value, ast.Call) or isinstance(value.func, ast.Subscript):
+            continue
+        callee = _name(value.func)
+        if not callee or callee.split(".")[0] == TORCH:
+            continue
+        if isinstance(target, ast.Name):
+            bound.append((callee, None, target.id))
+        elif isinstance(target, ast.Tuple):
+            bound += [
+                (callee, i, e.id) for i, e in enumerate(target.elts) if isinstance(e, ast.Name)
+            ]
+    uses = _uses(function, dict.fromkeys((name for _, _, name in bound), 1)) if bound else {}
+    return [[callee, element, uses.get(name, [])] for callee, element, name in bound]
+
+
+def _uses(function: ast.AST, names: dict[str, int]) -> dict[str, list[list]]:
+    """The uses (as in :func:`parameter_uses`) of ``names`` in ``function``, each bound there as
+    many times as ``names`` says (a name bound more often is rebound: it cannot be followed)."""
+    # One walk: each load of a name (and each keyword argument) with its parent, and how often
+    # the function binds each name.
     parents: dict[int, ast.AST] = {}
     loads: list[ast.Name] = []
-    rebound: set[str] = set()
+    stores: dict[str, int] = dict.fromkeys(names, 0)
     for node in ast.walk(function):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.Name) and child.id in names:
@@ -276,12 +348,12 @@ def parameter_uses(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str
                 if isinstance(child.ctx, ast.Load):
                     loads.append(child)
                 else:
-                    rebound.add(child.id)
+                    stores[child.id] += 1
             elif isinstance(child, ast.keyword):
                 parents[id(child)] = node
     uses: dict[str, list[list]] = {}
     for load in loads:
-        if load.id in rebound:
+        if stores[load.id] > names[load.id]:
             uses[load.id] = [[OPAQUE]]
             continue
         use = _use(load, parents)

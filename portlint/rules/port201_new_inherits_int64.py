@@ -17,7 +17,7 @@ from portlint.evidence import INT64_ORIGIN, NEW_TENSOR_CALL
 from portlint.facts import NEW_METHODS
 from portlint.findings import UNSAFE
 from portlint.fix import Rewrite
-from portlint.index.int64 import CALL_NOTES, CONSUMER_NOTES
+from portlint.index.int64 import CALL_NOTES, CONSUMER_NOTES, RETURN_NOTES
 from portlint.rule import Invalid, Rule
 
 # Words naming what an integer tensor holds: a buffer of the same kind as its source (token ids
@@ -249,6 +249,48 @@ class NewTensorInheritsInt64(Rule):
             fix=self.build_fix(rewrite, UNSAFE, f"Pass `dtype={dtype}`"),
         )  # fmt: skip
 
+    def visit_Return(self, node: cst.Return) -> None:
+        """For the project index: each returned value (each element of a returned tuple) that is,
+        or comes from, a ``new_*`` without ``dtype=``, with the function that returns it (its
+        callers, in any module, are where the tensor goes next)."""
+        function = self._function_name(node)
+        if node.value is None or function is None:
+            return
+        value = node.value
+        elements = (
+            [(i, e.value) for i, e in enumerate(value.elements)]
+            if isinstance(value, cst.Tuple)
+            else [(None, value)]
+        )
+        for index, element in elements:
+            news = self._news_in(element)
+            if news:
+                self.context.notes.setdefault(RETURN_NOTES, []).append([news, index, function])
+
+    def _function_name(self, node: cst.CSTNode) -> str | None:
+        """The name of the module-level function (``f``) or method (``C.m``) ``node`` is in, as
+        the project index names it (None: elsewhere, or in a nested function)."""
+        scopes: list[cst.FunctionDef | cst.ClassDef] = []
+        current = self.get_metadata(ParentProvider, node, None)
+        while current is not None:
+            if isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+                scopes.insert(0, current)
+            current = self.get_metadata(ParentProvider, current, None)
+        kinds = [type(scope) for scope in scopes]
+        if kinds in ([cst.FunctionDef], [cst.ClassDef, cst.FunctionDef]):
+            return ".".join(scope.name.value for scope in scopes)
+        return None
+
+    def _news_in(self, value: cst.BaseExpression) -> list[cst.CSTNode]:
+        """``value`` if it is a ``new_*`` without ``dtype=``, and those its int64 comes from."""
+        news: list[cst.CSTNode] = [value] if _is_new_without_dtype(value) else []
+        origin = self.get_metadata(Int64Provider, value, None)
+        while origin is not None:
+            if _is_new_without_dtype(origin.at):
+                news.append(origin.at)
+            origin = origin.parent
+        return news
+
     def _note_consumers(self, call: cst.Call) -> None:
         """For the project index: each argument of ``call`` that is, or comes from, a ``new_*``
         without ``dtype=``, where the callee may need int32 (a launch, a function of this or
@@ -259,12 +301,7 @@ class NewTensorInheritsInt64(Rule):
         if not isinstance(callee, (cst.Name, cst.Attribute)):
             return
         for index, arg in enumerate(call.args):
-            news: list[cst.CSTNode] = [arg.value] if _is_new_without_dtype(arg.value) else []
-            origin = self.get_metadata(Int64Provider, arg.value, None)
-            while origin is not None:
-                if _is_new_without_dtype(origin.at):
-                    news.append(origin.at)
-                origin = origin.parent
+            news = self._news_in(arg.value)
             if news:
                 where: int | str = arg.keyword.value if arg.keyword else index
                 names = sorted(qualified_names(self, callee))

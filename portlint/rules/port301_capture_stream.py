@@ -7,6 +7,7 @@ from functools import partial
 import libcst as cst
 from libcst.metadata import CodeRange
 
+from portlint.analysis.blas import STREAM_METHODS, may_multiply
 from portlint.analysis.capture import CaptureRegion, CaptureRegionProvider
 from portlint.analysis.device_scope import walk
 from portlint.analysis.names import (
@@ -26,14 +27,15 @@ from portlint.analysis.streams import StreamSource, makes_stream, stream_source
 from portlint.cuda_api import BY_NAME
 from portlint.evidence import CAPTURE
 from portlint.facts import NOT_WARMUPS, STREAM_CONTEXTS
-from portlint.findings import UNSAFE
+from portlint.findings import UNSAFE, Fix
 from portlint.fix import Rewrite
 from portlint.rule import Invalid, Rule
 
 Position = tuple[int, int]
-# Methods of streams and events: they order work, they run none.
-STREAM_METHODS = frozenset(
-    {"wait_stream", "wait_event", "record_event", "record", "synchronize", "query", "record_stream"}
+# Why a capture of code that runs no matrix multiply is only `likely` to fail.
+NO_BLAS = (
+    " (likely, not certain: the captured code runs no matrix multiply, and the per-stream state"
+    " made lazily is the BLAS handle's)"
 )
 
 
@@ -98,11 +100,28 @@ class CaptureStreamNotWarmed(Rule):
     Functions named `current_stream` and those listed in `stream-functions` count as fetching
     the ambient stream.
 
+    A call inside an earlier capture is not a warm-up: a capture records work and runs none. A
+    capture whose code ran before it only inside earlier captures is reported as unwarmed:
+    `likely` on PyTorch's private side stream or a stream of unknown origin, `certain` on a
+    stream fetched or made in the function. A capture in a loop is not the warm-up of the next
+    iteration's either; with no warm-up before it, it is the case of no warm-up (not reported:
+    its caller may warm up), as the first of two captures is.
+
+    A capture whose code is known to run no matrix multiply — every call in it is one of the
+    few listed in `portlint/analysis/blas.py` (convolutions, activations, elementwise
+    arithmetic, copies, allocations, stream calls) and it has no `@` — is reported `likely`,
+    not `certain`, and the message says why. Any other call (`model(x)`, `self.layer(x)`, a
+    project function) can run one.
+
     ## Why is this bad?
     Libraries create per-stream state lazily: cuBLAS its workspace, hipBLASLt its handles. A
     warm-up on one stream and a capture on another creates that state during capture. On CUDA
     this allocates cuBLAS's 32 MiB workspace inside the graph's pool; on ROCm creating the
     hipBLASLt state during capture fails (vLLM #53399, Gemma4's `_setup_centroids_cuda_graphs`).
+    That state is the BLAS handle's: captured code without a matrix multiply creates none of it,
+    so its capture is only likely to fail (another library may still create state lazily).
+    An earlier capture of the same code does not create it outside the graph: the capture
+    stream is only warmed by work that runs on it.
 
     ## Example
     ```python
@@ -134,7 +153,9 @@ class CaptureStreamNotWarmed(Rule):
     forms the target torch has (`torch.Stream`, `torch.accelerator.current_stream()`, `with
     stream:` from 2.7), so that PORT402 has nothing to report in them. Where the warm-up ran under
     one stream context (`with torch.cuda.stream(s):`) and the capture left `stream=` out, the fix
-    passes `stream=s`. Other cases, and `capture_begin()`, have no fix.
+    passes `stream=s`. The fix moves only warm-up calls that run: an earlier capture is never
+    wrapped, and a capture whose only earlier runs are inside earlier captures has no fix (there
+    is no warm-up to move onto its stream). Other cases, and `capture_begin()`, have no fix.
 
     ## References
     - vLLM #53399 and #53818: Gemma4 centroids graph capture on ROCm
@@ -190,6 +211,14 @@ class CaptureStreamNotWarmed(Rule):
         "    with torch.cuda.graph(g):\n        m(x)\n",
         # A stream of unknown origin, warm-up on the ambient stream: not known to differ.
         "import torch\ndef f(self, m, x):\n    m(x)\n    with torch.cuda.graph(g, stream=self.stream):\n        m(x)\n",
+        # A capture in a loop is not the warm-up of the next iteration's: with none before it in
+        # the function, it is the case of no warm-up (its caller may warm up).
+        "import torch\ndef f(m, x, graphs):\n    for g in graphs:\n        with torch.cuda.graph(g):\n"
+        "            m(x)\n",
+        # Two captures on a warmed stream: the warm-up before the first covers the second too.
+        "import torch\ndef f(m, x, g1, g2):\n    s = torch.cuda.Stream()\n    with torch.cuda.stream(s):\n"
+        "        m(x)\n    with torch.cuda.graph(g1, stream=s):\n        m(x)\n"
+        "    with torch.cuda.graph(g2, stream=s):\n        m(x)\n",
     ]
     INVALID = [
         Invalid(
@@ -265,6 +294,71 @@ class CaptureStreamNotWarmed(Rule):
             "import torch\ndef f(m, x):\n    m(x)\n    s = torch.cuda.current_stream()\n"
             "    with torch.cuda.graph(g, stream=s):\n        y = m(x)\n",
             5,
+            10,
+        ),
+        # An earlier capture is not a warm-up: it records `model(x)` and runs nothing (the first
+        # capture has no warm-up in the function, the second has only that one). No fix: there
+        # is no warm-up to move onto the capture stream.
+        Invalid(
+            "import torch\ndef f(model, x):\n    g1 = torch.cuda.CUDAGraph(); g2 = torch.cuda.CUDAGraph()\n"
+            "    with torch.cuda.graph(g1):\n        out = model(x)\n"
+            "    with torch.cuda.graph(g2):\n        out2 = model(x)\n",
+            6,
+            10,
+        ),
+        # The same in a loop, on a stream made here: each iteration's second capture.
+        Invalid(
+            "import torch\ndef f(m, x, pairs):\n    s = torch.cuda.Stream()\n    for g1, g2 in pairs:\n"
+            "        with torch.cuda.graph(g1, stream=s):\n            m(x)\n"
+            "        with torch.cuda.graph(g2, stream=s):\n            m(x)\n",
+            7,
+            14,
+        ),
+        # The warm-up ran under `side`; the first capture (on `side` too) is not a second warm-up
+        # on the ambient stream, so the fix captures on `side`.
+        Invalid(
+            "import torch\ndef f(m, x, g1, g2, side):\n    with torch.cuda.stream(side):\n        m(x)\n"
+            "    with torch.cuda.graph(g1, stream=side):\n        m(x)\n"
+            "    with torch.cuda.graph(g2):\n        m(x)\n",
+            7,
+            10,
+            fixed="import torch\ndef f(m, x, g1, g2, side):\n    with torch.cuda.stream(side):\n"
+            "        m(x)\n    with torch.cuda.graph(g1, stream=side):\n        m(x)\n"
+            "    with torch.cuda.graph(g2, stream=side):\n        m(x)\n",
+        ),
+        # The fix wraps the warm-up alone, not the earlier capture: that runs on its own stream.
+        Invalid(
+            "import torch\ndef f(m, x, g1, g2, s):\n    m(x)\n"
+            "    with torch.cuda.graph(g1, stream=s):\n        m(x)\n"
+            "    with torch.cuda.graph(g2):\n        m(x)\n",
+            6,
+            10,
+            fixed="import torch\ndef f(m, x, g1, g2, s):\n    capture_stream = torch.Stream()\n"
+            "    capture_stream.wait_stream(torch.accelerator.current_stream())\n"
+            "    with capture_stream:\n        m(x)\n"
+            "    torch.accelerator.current_stream().wait_stream(capture_stream)\n"
+            "    with torch.cuda.graph(g1, stream=s):\n        m(x)\n"
+            "    with torch.cuda.graph(g2, stream=capture_stream):\n        m(x)\n",
+        ),
+        # No matrix multiply in the captured code (a convolution, an activation, arithmetic, a
+        # copy): reported `likely`, with the reason.
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\ndef f(w, x, out, g):\n    F.conv2d(x, w)\n"
+            "    with torch.cuda.graph(g, stream=torch.cuda.current_stream()):\n"
+            "        out.copy_(torch.relu(F.conv2d(x, w)) * 2)\n",
+            5,
+            10,
+            fixed="import torch\nimport torch.nn.functional as F\ndef f(w, x, out, g):\n"
+            "    capture_stream = torch.accelerator.current_stream()\n    F.conv2d(x, w)\n"
+            "    with torch.cuda.graph(g, stream=capture_stream):\n"
+            "        out.copy_(torch.relu(F.conv2d(x, w)) * 2)\n",
+        ),
+        # `@` is a matrix multiply: `certain`, as an unknown call (`m(x)`) is.
+        Invalid(
+            "import torch\ndef f(w, x, out, g):\n    torch.relu(x)\n"
+            "    with torch.cuda.graph(g, stream=torch.cuda.current_stream()):\n"
+            "        out.copy_(torch.relu(x) @ w)\n",
+            4,
             10,
         ),
     ]
@@ -366,8 +460,9 @@ class CaptureStreamNotWarmed(Rule):
         for _ in self._stream_context(node):
             self.frame.stream_contexts.pop()
 
-    def _warmups(self, frame: Frame, capture: Capture) -> list[CallSite]:
-        """Calls before the capture, on a path that reaches it, to something the capture calls."""
+    def _earlier_runs(self, frame: Frame, capture: Capture) -> list[CallSite]:
+        """Calls before the capture, on a path that reaches it, to something the capture calls:
+        its warm-ups, and those recorded by an earlier capture."""
         captured = {c.callee for c in frame.calls if c.region is capture.region}
         start = self._start(capture.region.call)
         return [
@@ -378,36 +473,63 @@ class CaptureStreamNotWarmed(Rule):
 
     def _check_frame(self, frame: Frame) -> None:
         for capture in frame.captures:
-            warmups = self._warmups(frame, capture)
+            earlier = self._earlier_runs(frame, capture)
+            # A capture records the work in it and runs none: it warms nothing up.
+            warmups = [c for c in earlier if c.region is None]
             if warmups:
                 self._check_capture(frame, capture, warmups)
+            elif earlier:
+                self._check_recorded(frame, capture, earlier[-1])
+
+    def _flag(
+        self, capture: Capture, message: str, confidence: str = "certain", fix: Fix | None = None
+    ) -> None:
+        """Report ``capture``: at most `likely` where the captured code runs no matrix multiply."""
+        if not may_multiply(self, capture.region.body):
+            message, confidence = message + NO_BLAS, "likely"
+        self.report(capture.region.call, message, confidence=confidence, fix=fix)
+
+    def _check_recorded(self, frame: Frame, capture: Capture, recorded: CallSite) -> None:
+        """A capture whose only earlier runs of its code are inside earlier captures: unwarmed.
+        As sure as the rule is of an unwarmed capture's stream: `likely` on PyTorch's private
+        side stream or a stream of unknown origin, `certain` on one fetched or made here."""
+        stream = capture.region.stream
+        key = dotted_name(stream) if stream is not None else None
+        made_here = (isinstance(stream, cst.Call) and self._source(stream) is not None) or any(
+            b.source is not None for b in frame.bindings.get(key or "", [])
+        )
+        assert recorded.region is not None  # (a recorded call is in a capture)
+        self._flag(
+            capture,
+            f"`{recorded.callee}` ran before this capture only inside the capture at line {self._start(recorded.region.call)[0]}, which records it and runs nothing; warm up on the capture stream before capturing",
+            "certain" if made_here else "likely",
+        )
 
     def _check_capture(self, frame: Frame, capture: Capture, warmups: list[CallSite]) -> None:
-        call = capture.region.call
         line = warmups[0].start[0]
         if capture.region.kind == "capture_begin":
             other = next((w for w in warmups if w.stream != capture.stream), None)
             if other is not None:
                 where = f"under `{capture.stream}`" if capture.stream else "on the ambient stream"
                 ran = f"under `{other.stream}`" if other.stream else "on the ambient stream"
-                self.report(
-                    call,
+                self._flag(
+                    capture,
                     f"`capture_begin()` captures {where}, but the warm-up at line {other.start[0]} ran {ran}; warm up on the stream you capture on",
                 )
             return
         stream = capture.region.stream
         if stream is None or (isinstance(stream, cst.Name) and stream.value == "None"):
-            self.report(
-                call,
+            self._flag(
+                capture,
                 f"capture runs on PyTorch's private side stream, but the warm-up at line {line} ran on another stream; fetch the capture stream once before the warm-up and pass `stream=`",
-                confidence="likely",
-                fix=self._fix(capture, warmups, None),
+                "likely",
+                self._fix(capture, warmups, None),
             )
             return
         if isinstance(stream, cst.Call):
             if self._source(stream) is not None:
-                self.report(
-                    call,
+                self._flag(
+                    capture,
                     f"capture stream is fetched at the capture site, after the warm-up at line {line}; fetch it once before the warm-up, warm up on it and pass it here",
                     fix=self._fix(capture, warmups, stream),
                 )
@@ -415,8 +537,8 @@ class CaptureStreamNotWarmed(Rule):
         key = dotted_name(stream)
         problem = self._stream_problem(frame, key, warmups) if key else None
         if problem:
-            self.report(
-                call,
+            self._flag(
+                capture,
                 f"capture runs on `{key}`, but {problem}; warm up on the stream you capture on",
             )
 

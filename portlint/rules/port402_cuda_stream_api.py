@@ -63,6 +63,9 @@ class CudaStreamApi(CudaApiRule):
         "import torch\nif current_platform.is_cuda():\n    side = torch.cuda.Stream()\n",
         "import torch\ndef run(side: torch.cuda.Stream) -> torch.cuda.Event:\n    pass\n",
         "import torch\ntorch.cuda.Stream = torch.xpu.Stream\n",
+        # The type argument of a cast is an annotation: nothing runs.
+        "import typing\nimport torch\ndef f(x):\n    return typing.cast(torch.cuda.Stream, x)\n",
+        "from typing import cast\nimport torch\ns = cast(torch.cuda.Stream, get())\n",
     ]
     INVALID = [
         Invalid(

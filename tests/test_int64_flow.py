@@ -1,0 +1,147 @@
+"""An implicitly int64 tensor followed to where it is used, across functions and modules: the
+seed's real shape (vLLM #39951), where the int64 `num_sampled` is made in the sampler, only stored
+into by the rejection kernel, returned, and loaded by the eagle-input kernel of another module
+into a value that a branch rebinds to int32 (issue #48)."""
+
+from __future__ import annotations
+
+import json
+
+from tests.helpers import run_cli, tree
+
+# The rejection kernel only stores into `num_sampled`: any width is fine there.
+REJECTION = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def strict_rejection_kernel(draft_ptr, target_ptr, sampled_ptr, num_sampled_ptr, k):
+    pid = tl.program_id(0)
+    n = 0
+    for i in range(k):
+        n += tl.load(draft_ptr + pid * k + i) == tl.load(target_ptr + pid * k + i)
+    tl.store(num_sampled_ptr + pid, n + 1)
+"""
+# The eagle-input kernel loads it into a value that a branch rebinds to int32.
+EAGLE = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def prepare_eagle_inputs_kernel(query_len_ptr, num_sampled_ptr, out_ptr):
+    pid = tl.program_id(0)
+    query_len = tl.load(query_len_ptr + pid).to(tl.int32)
+    i = query_len - tl.load(num_sampled_ptr + pid)
+    if pid == 0:
+        i = pid
+    tl.store(out_ptr + pid, i)
+"""
+SAMPLER = """\
+import torch
+
+from pkg.rejection import strict_rejection_kernel
+
+
+def strict_sample(draft, target):
+    n, k = draft.shape
+    sampled = draft.new_empty((n, k + 1), dtype=torch.int64)
+    num_sampled = sampled.new_empty(n)
+    strict_rejection_kernel[(n,)](draft, target, sampled, num_sampled, k)
+    return sampled, num_sampled
+"""
+STEP = """\
+from pkg.eagle import prepare_eagle_inputs_kernel
+from pkg.sampler import strict_sample
+
+
+def step(draft, target, query_lens, out):
+    sampled, num_sampled = strict_sample(draft, target)
+    prepare_eagle_inputs_kernel[(len(out),)](query_lens, num_sampled, out)
+    return sampled
+"""
+
+
+def _findings(root) -> dict[tuple[str, int, int, str], dict]:
+    result = run_cli("check", "pkg", "--output-format", "json", "--no-cache", cwd=root)
+    assert result.returncode in (0, 1), result.stderr
+    items = json.loads(result.stdout)
+    return {
+        (
+            i["filename"].split("pkg/", 1)[1],
+            i["location"]["row"],
+            i["location"]["column"],
+            i["code"],
+        ): i
+        for i in items
+    }
+
+
+def _project(root, files: dict[str, str]) -> None:
+    tree(root, {"pyproject.toml": "[tool.portlint]\n", "pkg/__init__.py": "", **files})
+
+
+def test_the_seed_across_three_modules_is_flagged_at_the_new_tensor_naming_the_kernel(tmp_path):
+    files = {"pkg/rejection.py": REJECTION, "pkg/eagle.py": EAGLE, "pkg/sampler.py": SAMPLER}
+    _project(tmp_path, {**files, "pkg/step.py": STEP})
+    found = _findings(tmp_path)
+    assert sorted(found) == [("sampler.py", 9, 19, "PORT201")]
+    finding = found["sampler.py", 9, 19, "PORT201"]
+    assert finding["confidence"] == "certain"
+    assert finding["message"].endswith(
+        "it is returned by `strict_sample` to `step` (pkg/step.py), and Triton kernel "
+        "`prepare_eagle_inputs_kernel` (pkg/eagle.py:11) needs int32 for `num_sampled_ptr`"
+    )
+    # The fixed form (upstream's: `dtype=torch.int32`) is silent.
+    fixed = SAMPLER.replace("new_empty(n)", "new_empty(n, dtype=torch.int32)")
+    (tmp_path / "pkg" / "sampler.py").write_text(fixed)
+    assert _findings(tmp_path) == {}
+
+
+def test_the_seed_in_one_module_is_flagged_too(tmp_path):
+    one = (
+        "from pkg.eagle import prepare_eagle_inputs_kernel\n"
+        + SAMPLER
+        + "\n\n"
+        + STEP.split("\n\n\n", 1)[1]
+    )
+    _project(tmp_path, {"pkg/rejection.py": REJECTION, "pkg/eagle.py": EAGLE, "pkg/one.py": one})
+    found = _findings(tmp_path)
+    assert [key[3] for key in found] == ["PORT201"]
+    (finding,) = found.values()
+    assert finding["confidence"] == "certain"
+    assert "it is returned by `strict_sample` to `step` (pkg/one.py)" in finding["message"]
+
+
+def test_a_returned_tensor_whose_callers_cannot_all_be_seen_is_likely_and_says_where_it_went(
+    tmp_path,
+):
+    opaque_step = STEP.replace(
+        "    prepare_eagle_inputs_kernel[(len(out),)](query_lens, num_sampled, out)\n",
+        "    out.append(num_sampled)\n",
+    )
+    files = {"pkg/rejection.py": REJECTION, "pkg/eagle.py": EAGLE, "pkg/sampler.py": SAMPLER}
+    for step in (opaque_step, None):  # a caller that stores it; no caller in the project
+        _project(tmp_path, {**files, **({"pkg/step.py": step} if step else {})})
+        if step is None:
+            (tmp_path / "pkg" / "step.py").unlink()
+        found = _findings(tmp_path)
+        assert sorted(found) == [("sampler.py", 9, 19, "PORT201")], step
+        finding = found["sampler.py", 9, 19, "PORT201"]
+        assert finding["confidence"] == "likely"
+        assert finding["message"].endswith(
+            "it reaches Triton kernel `strict_rejection_kernel` and is returned by "
+            "`strict_sample`: portlint cannot see every use of it after that; check that each "
+            "takes int64"
+        )
+
+
+def test_a_returned_tensor_whose_every_caller_takes_any_width_is_silent(tmp_path):
+    fine_step = STEP.replace(
+        "    prepare_eagle_inputs_kernel[(len(out),)](query_lens, num_sampled, out)\n",
+        "    total = num_sampled.sum()\n    print(total)\n",
+    )
+    files = {"pkg/rejection.py": REJECTION, "pkg/eagle.py": EAGLE, "pkg/sampler.py": SAMPLER}
+    _project(tmp_path, {**files, "pkg/step.py": fine_step})
+    assert _findings(tmp_path) == {}
