@@ -59,6 +59,7 @@ class CallSite(_Placed):
     stream: str | None  # the stream of the innermost `with torch.cuda.stream(s)`, if any
     exits: frozenset[int]  # the enclosing blocks that end in `return` or `raise`
     region: CaptureRegion | None  # the capture region the call is in, if any
+    arms: frozenset[tuple[int, int]] = frozenset()  # the `if` arms it is in (Frame.arms)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class Capture:
     region: CaptureRegion
     blocks: frozenset[int]  # the blocks enclosing the capture
     stream: str | None  # the stream context the capture call runs under
+    arms: frozenset[tuple[int, int]] = frozenset()  # the `if` arms it is in (Frame.arms)
 
 
 @dataclass
@@ -82,6 +84,8 @@ class Frame:
     stream_contexts: list[str | None] = field(default_factory=list)
     blocks: list[tuple[int, bool]] = field(default_factory=list)  # (id, ends in return/raise)
     captures: list[Capture] = field(default_factory=list)
+    # The `if` arms around what is seen now: (the `if`, 0 for its body, 1 for its `else`/`elif`).
+    arms: list[tuple[int, int]] = field(default_factory=list)
 
 
 class CaptureStreamNotWarmed(Rule):
@@ -407,6 +411,19 @@ class CaptureStreamNotWarmed(Rule):
     def leave_SimpleStatementSuite(self, original_node: cst.SimpleStatementSuite) -> None:
         self.frame.blocks.pop()
 
+    # The arms of an `if`: what one runs, the other does not (no warm-up of each other).
+    def visit_If_body(self, node: cst.If) -> None:
+        self.frame.arms.append((id(node), 0))
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self.frame.arms.pop()
+
+    def visit_If_orelse(self, node: cst.If) -> None:
+        self.frame.arms.append((id(node), 1))
+
+    def leave_If_orelse(self, node: cst.If) -> None:
+        self.frame.arms.pop()
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Call):
             self.receivers.add(id(node.value))  # `get_x().method()`: a getter, not work
@@ -416,7 +433,7 @@ class CaptureStreamNotWarmed(Rule):
         stream = self.frame.stream_contexts[-1] if self.frame.stream_contexts else None
         if region is not None and region.call is node:
             blocks = frozenset(block for block, _ in self.frame.blocks)
-            self.frame.captures.append(Capture(region, blocks, stream))
+            self.frame.captures.append(Capture(region, blocks, stream, frozenset(self.frame.arms)))
             return
         callee = dotted_name(node.func)
         if (
@@ -429,7 +446,8 @@ class CaptureStreamNotWarmed(Rule):
             exits = frozenset(block for block, exits in self.frame.blocks if exits)
             # The ignore: LibCST types all metadata as object.
             positions: Mapping[cst.CSTNode, CodeRange] = self.metadata[PositionProvider]  # type: ignore[assignment]
-            self.frame.calls.append(CallSite(node, positions, callee, stream, exits, region))
+            arms = frozenset(self.frame.arms)
+            self.frame.calls.append(CallSite(node, positions, callee, stream, exits, region, arms))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -468,7 +486,10 @@ class CaptureStreamNotWarmed(Rule):
         return [
             c
             for c in frame.calls
-            if c.callee in captured and c.exits <= capture.blocks and c.start < start
+            if c.callee in captured
+            and c.exits <= capture.blocks
+            and c.start < start
+            and not _exclusive(c.arms, capture.arms)
         ]
 
     def _check_frame(self, frame: Frame) -> None:
@@ -664,3 +685,8 @@ class CaptureStreamNotWarmed(Rule):
             elif before and before[-1].source is StreamSource.OTHER:
                 return f"it is not the ambient stream the warm-up at line {line} ran on"
         return None
+
+
+def _exclusive(arms: frozenset[tuple[int, int]], others: frozenset[tuple[int, int]]) -> bool:
+    """Whether two places are in different arms of one `if` (one never runs before the other)."""
+    return any((branch, 1 - arm) in others for branch, arm in arms)
