@@ -29,8 +29,23 @@ def _git(args: list[str], cwd: Path) -> str:
     return done.stdout
 
 
+def changed_lines_of(revision: str, targets: list[Path]) -> dict[str, set[int] | None]:
+    """:func:`changed_lines` in the git repository of each of ``targets`` (files or folders,
+    wherever portlint runs from)."""
+    changed: dict[str, set[int] | None] = {}
+    tops: set[str] = set()
+    for target in targets:
+        folder = target if target.is_dir() else target.parent
+        top = _git(["rev-parse", "--show-toplevel"], folder if folder.is_dir() else Path.cwd())
+        if top.strip() not in tops:
+            tops.add(top.strip())
+            changed.update(changed_lines(revision, Path(top.strip())))
+    return changed
+
+
 def changed_lines(revision: str, cwd: Path) -> dict[str, set[int] | None]:
-    """Absolute path -> lines added or changed since ``revision`` (None: an untracked file)."""
+    """Absolute path -> lines added or changed since ``revision`` (None: an untracked file), in
+    the git repository of ``cwd``."""
     top = Path(_git(["rev-parse", "--show-toplevel"], cwd).strip())
     try:
         _git(["rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], cwd)

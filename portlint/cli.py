@@ -18,7 +18,7 @@ from portlint.api import files_by_settings, lint_groups
 from portlint.atomic import write_atomically
 from portlint.cache import CACHE_DIR, Cache
 from portlint.cache import clean as clean_cache
-from portlint.changes import ChangesError, changed_lines, on_changed_lines
+from portlint.changes import ChangesError, changed_lines_of, on_changed_lines
 from portlint.config import ConfigError, Configurations, Overrides, inline_table
 from portlint.discovery import is_excluded
 from portlint.engine import (
@@ -404,7 +404,7 @@ def _check_options(options: CheckOptions) -> dict[str, set[int] | None] | None:
         shown = ", ".join(name for name, fmt in FORMATS.items() if fmt.shows_statistics)
         raise UsageError(f"--statistics works with the output formats {shown}")
     try:
-        return changed_lines(options.since, Path.cwd()) if options.since else None
+        return changed_lines_of(options.since, options.targets) if options.since else None
     except ChangesError as error:
         raise UsageError(f"--since: {error}") from None
 
@@ -421,6 +421,8 @@ def _check(options: CheckOptions, report: Report) -> int:
     groups, missing = files_by_settings(
         options.targets, configurations, force_exclude=options.force_exclude
     )
+    if not missing and not any(groups.values()):
+        click.echo("portlint: warning: no Python files found under the given paths", err=True)
     if changed is not None:
         groups = {
             s: [f for f in files if os.path.realpath(f) in changed] for s, files in groups.items()

@@ -144,10 +144,15 @@ def load_settings(config_path: Path | None, overrides: Overrides, cwd: Path) -> 
     table = {**table, **overrides.table}
     where = str(config_path) if config_path else "the command line"
 
-    select = overrides.select if overrides.select is not None else table.get("select", ["ALL"])
-    enabled = _expand(select, where)
-    enabled |= _expand([*table.get("extend-select", []), *overrides.extend_select], where)
-    enabled -= _expand([*table.get("ignore", []), *overrides.ignore], where)
+    # As ruff layers them: the configuration's selection, then the command line's on top (its
+    # `--select` starts afresh; its `--extend-select` adds back what the configuration ignores).
+    enabled = _expand(table.get("select", ["ALL"]), where)
+    enabled |= _expand(table.get("extend-select", []), where)
+    enabled -= _expand(table.get("ignore", []), where)
+    if overrides.select is not None:
+        enabled = _expand(overrides.select, "the command line")
+    enabled |= _expand(overrides.extend_select, "the command line")
+    enabled -= _expand(overrides.ignore, "the command line")
 
     per_file_table = overrides.per_file_ignores
     if per_file_table is None:

@@ -78,8 +78,9 @@ def summary(
         lines.append(f"{hidden}.")
     if count >= BASELINE_HINT_AT and not baseline:
         lines.append(
-            "To start from these findings, record them with `--write-baseline FILE`; then "
-            "`--baseline FILE` reports only new ones."
+            "To adopt portlint on existing code: `--write-baseline FILE` records these findings "
+            "and `--baseline FILE` reports only new ones; or `--since REV` checks only the lines "
+            "changed since REV."
         )
     return "\n".join(lines)
 
@@ -149,7 +150,8 @@ def statistics_items(violations: list[Violation], unsafe_fixes: bool = False) ->
 
 
 def statistics(violations: list[Violation], unsafe_fixes: bool = False) -> str:
-    """The counts as text; marked ``[*]`` where ``--fix`` fixes some, where any is (as ruff's)."""
+    """The counts as text; marked ``[*]`` where ``--fix`` fixes some, where any is (as ruff's);
+    then the total and what ``--fix`` can do (:func:`summary`'s lines)."""
     items = statistics_items(violations, unsafe_fixes)
     marks = {True: "[*] ", False: "[ ] "} if any(item["fixable"] for item in items) else None
     rows = [
@@ -157,4 +159,8 @@ def statistics(violations: list[Violation], unsafe_fixes: bool = False) -> str:
         f"{item['name']}"
         for item in items
     ]
-    return "\n".join(rows) + ("\n" if rows else "")
+    if not rows:
+        return ""
+    # (The total and the fixes, without the pointer to a baseline: these counts are the overview.)
+    total = summary(violations, unsafe_fixes=unsafe_fixes, baseline=True)
+    return "\n".join([*rows, total]) + "\n"

@@ -171,15 +171,24 @@ def commentable_lines(source: str) -> set[int] | None:
     }
 
 
+UNUSED_NOQA = "PORT001"  # the rule that reports the codes of a directive that suppress nothing
+
+
 def add_noqa(source: str, violations: list[Violation]) -> tuple[str, int, list[int]]:
     """``source`` with a ``# noqa: CODES`` for each finding on its first line.
 
-    Existing directives are extended. Returns the new source, how many lines were changed, and
-    the lines where no comment can go (inside a multi-line string, or continued with ``\\``).
+    Existing directives are extended, and lose the codes that suppress nothing there (those an
+    unused-noqa finding of the line names), as ruff's ``--add-noqa`` does; no directive gets the
+    unused-noqa code itself. Returns the new source, how many lines were changed, and the lines
+    where no comment can go (inside a multi-line string, or continued with ``\\``).
     """
     wanted: dict[int, list[str]] = {}
+    stale: dict[int, set[str]] = {}
     for v in violations:
-        if v.code is not None and v.code not in wanted.setdefault(v.line, []):
+        if v.code == UNUSED_NOQA:  # (its message names, in backticks, the codes it found unused)
+            stale.setdefault(v.line, set()).update(re.findall(r"`([A-Z]+[0-9]+)`", v.message))
+            wanted.setdefault(v.line, [])
+        elif v.code is not None and v.code not in wanted.setdefault(v.line, []):
             wanted[v.line].append(v.code)
     existing, _ = directives(source)
     commentable = commentable_lines(source) or set()
@@ -192,8 +201,11 @@ def add_noqa(source: str, violations: list[Violation]) -> tuple[str, int, list[i
         if directive is not None:
             if directive.codes is ALL:
                 continue
-            merged = [*directive.codes, *(c for c in codes if c not in directive.codes)]
+            kept = [c for c in directive.codes if c not in stale.get(number, ())]
+            merged = [*kept, *(c for c in codes if c not in kept)]
             new = directive.rewrite(body, merged)
+        elif not codes:
+            continue
         elif number in commentable:
             new = f"{body}  # noqa: {', '.join(codes)}"
         else:

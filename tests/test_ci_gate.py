@@ -274,6 +274,7 @@ def test_fix_removes_a_stale_noqa(formats):
 
 
 def test_add_noqa_suppresses_every_finding_and_leaves_strings_alone(formats):
+    """Each finding gets its code; a directive's stale code goes (as ruff's `--add-noqa`)."""
     (formats / "src" / "more.py").write_text(
         'import torch\nx = torch.device("cuda")  # noqa: E501\n'
         'y = (torch.device("cuda"), """\ntext""")\nz = x.cuda()\n'
@@ -294,7 +295,7 @@ def test_add_noqa_suppresses_every_finding_and_leaves_strings_alone(formats):
         def step(worker, x):
             torch.cuda.synchronize()  # noqa: PORT401
             y = torch.zeros(2, device="cuda")  # noqa: PORT101
-            return x + y  # noqa: PORT102, PORT001
+            return x + y
         """
     )
     again = run_cli("check", "src/step.py", "src/more.py", "-q", cwd=formats)

@@ -453,7 +453,11 @@ def test_statistics_in_json_are_ruffs_counts(tmp_path):
         ("PORT401", 1),
     ]
     text = run_cli("check", "m.py", "--no-cache", "--statistics", cwd=tmp_path).stdout
-    assert [line.split()[2] for line in text.splitlines()] == ["[", "[", "[*]"]
+    assert [line.split()[2] for line in text.splitlines()[:3]] == ["[", "[", "[*]"]
+    assert text.splitlines()[3:] == [
+        "Found 3 errors.",
+        "[*] 1 fixable with `--fix` (2 unsafe fixes available with `--fix --unsafe-fixes`).",
+    ]
 
 
 def test_statistics_in_a_format_that_cannot_show_counts_is_an_error(tmp_path):
