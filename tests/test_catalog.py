@@ -11,6 +11,7 @@ from portlint.catalog import CATALOG
 from portlint.evidence import Evidence
 from portlint.generate import CATALOG_FILE, catalog_text
 from portlint.registry import RuleDefinitionError, all_rules
+from portlint.speed import gate
 from portlint.rule import Invalid, Rule
 from tests.helpers import BUGGY, run_cli
 
@@ -78,17 +79,25 @@ def test_a_rule_class_lacking_a_piece_fails_where_it_is_defined(changes, problem
         type("NewRule", (Rule,), namespace)
 
 
-def test_a_stale_catalog_stops_the_run_with_one_line_and_exit_2(tmp_path, monkeypatch):
+@pytest.fixture
+def computed_from_the_catalog():
+    """Forgets what was computed from the catalog during the test, once the test's own
+    monkeypatch has put the catalog back (requested before ``monkeypatch``: torn down after)."""
+    all_rules.cache_clear()
+    yield
+    for cached in (all_rules, gate._by_needle, gate._needles_for):
+        cached.cache_clear()
+
+
+def test_a_stale_catalog_stops_the_run_with_one_line_and_exit_2(
+    computed_from_the_catalog, tmp_path, monkeypatch
+):
     """A rule's declarations changed but the catalog was not regenerated: the gate would select
     by the old triggers, so no file may be reported on (nor called clean)."""
     entry = CATALOG["PORT101"]
     monkeypatch.setitem(CATALOG, "PORT101", entry._replace(triggers=("device(",)))
-    all_rules.cache_clear()
     (tmp_path / "m.py").write_text(BUGGY)
-    try:
-        result = run_cli("check", "m.py", "--no-cache", cwd=tmp_path)
-    finally:
-        all_rules.cache_clear()
+    result = run_cli("check", "m.py", "--no-cache", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr == (
         "portlint: error: portlint/catalog.py is stale (PORT101's declarations changed): "
