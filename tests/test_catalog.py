@@ -11,8 +11,8 @@ from portlint.catalog import CATALOG
 from portlint.evidence import Evidence
 from portlint.generate import CATALOG_FILE, catalog_text
 from portlint.registry import RuleDefinitionError, all_rules
-from portlint.speed import gate
 from portlint.rule import Invalid, Rule
+from portlint.speed import gate
 from tests.helpers import BUGGY, run_cli
 
 
