@@ -727,7 +727,7 @@ def server() -> None:
             raise
         click.echo(
             f"portlint: error: `portlint server` needs the `lsp` extra (no module {error.name!r}):"
-            " pip install 'portlint[lsp]'",
+            ' pip install "portlint[lsp] @ git+https://github.com/portlint/portlint"',
             err=True,
         )
         sys.exit(EXIT_ERROR)

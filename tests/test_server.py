@@ -403,5 +403,5 @@ def test_without_the_lsp_extra_the_server_says_so_in_one_line_and_exits_2(tmp_pa
     assert result.returncode == 2
     assert result.stderr == (
         "portlint: error: `portlint server` needs the `lsp` extra (no module 'lsprotocol'):"
-        " pip install 'portlint[lsp]'\n"
+        ' pip install "portlint[lsp] @ git+https://github.com/portlint/portlint"\n'
     )
