@@ -38,6 +38,7 @@ HELD_OUT = (
     "lerobot==0.4.4", "pytorch-ignite==0.5.5", "lightly==1.6.0", "fastvideo==0.2.1",
     "fairchem-core==2.24.0", "mace-torch==0.3.16", "liger-kernel==0.8.5", "modelscope==1.40.2",
     "funasr==1.4.16", "nerfstudio==1.1.5", "espnet==202511", "gsplat==1.5.3",
+    "vllm-omni==0.30.0",
 )  # fmt: skip
 # Releases whose package is not named as the distribution is (`megatron-core` installs `megatron`).
 PACKAGES = {
@@ -46,6 +47,7 @@ PACKAGES = {
     "open-clip-torch": "open_clip", "pyannote-audio": "pyannote", "flagembedding": "FlagEmbedding",
     "deepspeed-mii": "mii", "pytorch-ignite": "ignite", "fairchem-core": "fairchem",
     "mace-torch": "mace", "optimum-habana": "optimum", "liger-kernel": "liger_kernel",
+    "vllm-omni": "vllm_omni",
 }  # fmt: skip
 PLATFORMS = ["manylinux2014_x86_64", *(f"manylinux_2_{n}_x86_64" for n in range(17, 41))]
 
