@@ -27,7 +27,7 @@ DEVICE, STREAMS, MEMORY, RNG, AUTOCAST, DISTRIBUTED, GRAPHS, PROFILING, OTHER = 
     "other",
 )  # fmt: skip
 
-NEWEST_KNOWN: Version = (2, 13)
+NEWEST_KNOWN: Version = (2, 14)
 # The module of the device in use: `torch.get_device_module(device)` (`torch.cpu`, `torch.xpu`,
 # `torch.mps`, `torch.mtia`, or an out-of-tree one such as torch_npu's `torch.npu`).
 DEVICE_MODULE = "torch.get_device_module(device)"
@@ -191,7 +191,7 @@ MEMBERS: dict[str, frozenset[str]] = {
         "memory_usage", "power_draw", "reset_accumulated_memory_stats", "reset_peak_memory_stats",
         "seed", "seed_all", "set_device", "set_per_process_memory_fraction", "set_rng_state",
         "set_rng_state_all", "set_stream", "stream", "synchronize", "temperature", "use_mem_pool",
-        "utilization",
+        "utilization", "list_gpu_processes",
     }),
     "torch.Stream": frozenset({
         "device", "device_index", "device_type", "is_capturing", "native_handle", "query",
@@ -206,6 +206,21 @@ MEMBERS: dict[str, frozenset[str]] = {
         "replay", "reset",
     }),
 }  # fmt: skip
+# The members above that a torch release after the replacement's own first one added (to
+# torch.xpu, for the device module): a suggestion of one names that release, and none is given
+# for a project that targets an older torch.
+MEMBERS_SINCE: dict[str, Version] = {f"{DEVICE_MODULE}.list_gpu_processes": (2, 14)}
+
+
+def members_at(replacement: str, version: Version) -> frozenset[str]:
+    """The members of ``replacement`` that torch ``version`` has."""
+    return frozenset(
+        m
+        for m in MEMBERS.get(replacement, frozenset())
+        if MEMBERS_SINCE.get(f"{replacement}.{m}", (0, 0)) <= version
+    )
+
+
 IS_CUDA = CudaApi(  # (the message names the tensor's own `.device.type`)
     "Tensor.is_cuda", OTHER, "x.device.type", (2, 0),
     note="`.is_cuda` is false on every other accelerator; compare the device type with the one in use",
@@ -229,20 +244,27 @@ def lookup(qualified: str) -> CudaApi | None:
     return found[0] if found else None
 
 
-def suggestion(qualified: str) -> str | None:
+def suggestion(qualified: str, target: Version | None = None) -> str | None:
     """What to use instead of ``qualified``, a name under ``torch.cuda``: its entry's replacement,
     or the member of the replacement that the rest of the name asks for (``torch.cuda.Event.record``:
     ``torch.Event.record``; ``torch.cuda.get_device_name``: the device module's
     ``get_device_name``). None where the replacement has no such member: torch has no portable
-    equivalent (``torch.cuda.profiler.start``, ``torch.cuda.memory._snapshot``)."""
+    equivalent (``torch.cuda.profiler.start``, ``torch.cuda.memory._snapshot``), or none in the
+    ``target`` release of torch (default: the newest portlint knows)."""
     found = _entry(qualified)
     if found is None:
         return None
     api, rest = found
-    members = MEMBERS.get(api.replacement)
-    if not rest or members is None:
+    if not rest or api.replacement not in MEMBERS:
         return api.replacement
+    members = members_at(api.replacement, target or NEWEST_KNOWN)
     return f"{api.replacement}.{rest[0]}" if rest[0] in members else None
+
+
+def since(api: CudaApi, replacement: str) -> Version:
+    """The first torch release that has ``replacement`` (what :func:`suggestion` named for a
+    name of ``api``)."""
+    return max(api.since, MEMBERS_SINCE.get(replacement, api.since))
 
 
 def _entry(qualified: str) -> tuple[CudaApi, list[str]] | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from portlint.cuda_api import DEVICE_MODULE, MEMBERS, suggestion
+from portlint.cuda_api import DEVICE_MODULE, MEMBERS, members_at, suggestion
 from portlint.engine import fix_source
 from portlint.registry import all_rules
 from portlint.settings import Settings
@@ -49,8 +49,10 @@ def device_module_members(torch) -> set[str]:
 
 
 def test_the_members_of_the_portable_types_are_torchs():
+    """Each set as the installed torch has it (its release's members: MEMBERS_SINCE)."""
     torch = pytest.importorskip("torch")
-    assert MEMBERS[DEVICE_MODULE] == device_module_members(torch)
+    installed = tuple(int(n) for n in torch.__version__.split(".")[:2])
+    assert members_at(DEVICE_MODULE, installed) == device_module_members(torch)
     assert MEMBERS["torch.Stream"] == public(torch.Stream)
     assert MEMBERS["torch.Event"] == public(torch.Event)
     assert MEMBERS["torch.accelerator.Graph"] == public(torch.accelerator.Graph)
@@ -440,3 +442,16 @@ def test_the_nccl_fix_starts_gloo_on_a_cuda_build_without_a_gpu_and_nccl_with_on
         {"torch": torch},
     )
     assert torch.distributed.get_default_backend_for_device(chosen) == "nccl"
+
+
+def test_a_member_a_later_torch_added_is_suggested_with_that_release_and_not_before():
+    """torch 2.14 gave torch.xpu `list_gpu_processes`: the device module's is suggested from
+    2.14 on, and a project targeting 2.13 is told there is no portable equivalent."""
+    source = "import torch\ndef f():\n    return torch.cuda.list_gpu_processes()\n"
+    (newest,) = messages(source, "PORT409")
+    assert newest.endswith("use `torch.get_device_module().list_gpu_processes` (torch ≥ 2.14)")
+    (older,) = [v.message for v in lint(source, "PORT409", target_torch_version=(2, 13))]
+    assert (
+        older
+        == "`torch.cuda.list_gpu_processes` is CUDA-only, and torch has no portable equivalent"
+    )

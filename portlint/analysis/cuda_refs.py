@@ -43,6 +43,7 @@ from portlint.cuda_api import (
     CudaApi,
     format_version,
     lookup,
+    since,
     suggestion,
 )
 from portlint.evidence import CUDA_REFERENCE
@@ -307,20 +308,21 @@ class CudaApiRule(Rule):
         what does it."""
         return None
 
-    @staticmethod
-    def message(reference: CudaReference, device: ScopeDevice, node: cst.CSTNode) -> str:
+    def message(self, reference: CudaReference, device: ScopeDevice, node: cst.CSTNode) -> str:
         """What to use instead, with the device in scope where the replacement takes one."""
         api, name = reference.api, reference.qualified
-        replacement = suggestion(name) if name.startswith("torch.cuda") else api.replacement
-        if replacement is None:
+        target = self.settings.target_torch_version
+        suggested = suggestion(name, target) if name.startswith("torch.cuda") else api.replacement
+        if suggested is None:
             return f"`{name}` is CUDA-only, and torch has no portable equivalent"
-        replacement = replacement.replace(DEVICE_MODULE, device_module(device, fix=False))
+        first = since(api, suggested)
+        replacement = suggested.replace(DEVICE_MODULE, device_module(device, fix=False))
         if api.family == DISTRIBUTED:
             name, replacement = 'backend="nccl"', f"{replacement}({backend_device(device, False)})"
         if api is IS_CUDA and isinstance(node, cst.Attribute):  # the tensor's own name
             replacement = f"{cst.Module([]).code_for_node(node.value)}.device.type"
         replacement = api.usage or f"`{replacement}`"
-        text = f"`{name}` is CUDA-only; use {replacement} (torch ≥ {format_version(api.since)})"
+        text = f"`{name}` is CUDA-only; use {replacement} (torch ≥ {format_version(first)})"
         return f"{text}: {api.note}" if api.note else text
 
     def _fix(self, reference: CudaReference, node: cst.CSTNode) -> Fix | None:
