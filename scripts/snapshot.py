@@ -64,13 +64,15 @@ def _snapshot_one(job: tuple[str, str]) -> tuple[str, float]:
 
 
 def releases(corpus: Path, names: list[str] | None = None) -> list[Path]:
-    """The fetched releases of ``corpus`` (those named, where names are given), largest first."""
-    found = [p for p in corpus.iterdir() if (p / ".complete").exists()]
-    if names:
-        missing = sorted(set(names) - {p.name for p in found})
-        if missing:
-            sys.exit(f"snapshot: not fetched in {corpus}: {', '.join(missing)}")
-        found = [p for p in found if p.name in names]
+    """The releases of ``corpus`` named (by default, those ``scripts/fetch_corpus.py`` fetches:
+    other releases in the folder are left out), largest first."""
+    from fetch_corpus import AUDIT_SET, HELD_OUT  # (beside this script)
+
+    names = names or [r.replace("==", "-") for r in (*AUDIT_SET, *HELD_OUT)]
+    found = [p for p in corpus.iterdir() if (p / ".complete").exists() and p.name in names]
+    missing = sorted(set(names) - {p.name for p in found})
+    if missing:
+        sys.exit(f"snapshot: not fetched in {corpus}: {', '.join(missing)}")
     return sorted(found, key=lambda p: -sum(f.stat().st_size for f in p.rglob("*.py")))
 
 
