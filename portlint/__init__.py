@@ -1,3 +1,3 @@
 """portlint: a static-analysis linter for accelerator portability of PyTorch and Triton code."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
