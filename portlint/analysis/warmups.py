@@ -1,0 +1,317 @@
+"""What a function does before each graph capture in it, in source order: the calls made (the
+warm-ups, and those recorded inside earlier captures), the streams they ran under, the blocks
+and the arms of an ``if`` around them, and the streams bound to names. PORT301 judges each
+capture from this (:meth:`WarmupRule._check_frame`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import partial
+
+import libcst as cst
+from libcst.metadata import CodeRange
+
+from portlint.analysis.blas import STREAM_METHODS
+from portlint.analysis.capture import CaptureRegion, CaptureRegionProvider
+from portlint.analysis.device_scope import walk
+from portlint.analysis.names import (
+    LEAVES_FUNCTION,
+    argument,
+    block_ends_in,
+    dotted_name,
+    imported_names,
+    method_name,
+    qualified_names,
+)
+from portlint.analysis.object_uses import made_by
+from portlint.analysis.parents import ParentProvider
+from portlint.analysis.positions import PositionProvider
+from portlint.analysis.streams import StreamSource, makes_stream, stream_source
+from portlint.cuda_api import BY_NAME
+from portlint.facts import NOT_WARMUPS, STREAM_CONTEXTS
+from portlint.findings import UNSAFE
+from portlint.fix import Rewrite
+from portlint.rule import Rule
+
+Position = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """Something at a node, whose start is computed when a comparison or a message needs it
+    (positions cost where asked; most call sites are never compared)."""
+
+    node: cst.CSTNode = field(compare=False)
+    positions: Mapping[cst.CSTNode, CodeRange] = field(compare=False, repr=False)
+
+    @property
+    def start(self) -> Position:
+        position = self.positions[self.node].start
+        return position.line, position.column
+
+
+@dataclass(frozen=True)
+class CallSite(_Placed):
+    callee: str
+    stream: str | None  # the stream of the innermost `with torch.cuda.stream(s)`, if any
+    exits: frozenset[int]  # the enclosing blocks that end in `return` or `raise`
+    region: CaptureRegion | None  # the capture region the call is in, if any
+    arms: frozenset[tuple[int, int]] = frozenset()  # the `if` arms it is in (Frame.arms)
+
+
+@dataclass(frozen=True)
+class StreamBinding(_Placed):
+    source: StreamSource | None
+
+
+@dataclass(frozen=True)
+class Capture:
+    region: CaptureRegion
+    blocks: frozenset[int]  # the blocks enclosing the capture
+    stream: str | None  # the stream context the capture call runs under
+    arms: frozenset[tuple[int, int]] = frozenset()  # the `if` arms it is in (Frame.arms)
+
+
+@dataclass
+class Frame:
+    """What has been seen so far in one function (or the module body), in source order."""
+
+    calls: list[CallSite] = field(default_factory=list)
+    bindings: dict[str, list[StreamBinding]] = field(default_factory=dict)
+    stream_contexts: list[str | None] = field(default_factory=list)
+    blocks: list[tuple[int, bool]] = field(default_factory=list)  # (id, ends in return/raise)
+    captures: list[Capture] = field(default_factory=list)
+    # The `if` arms around what is seen now: (the `if`, 0 for its body, 1 for its `else`/`elif`).
+    arms: list[tuple[int, int]] = field(default_factory=list)
+
+
+class WarmupRule(Rule):
+    """A rule that reads each function's :class:`Frame` once the function (or the module) has
+    been seen: :meth:`_check_frame`."""
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.frames: list[Frame] = [Frame()]
+        self.receivers: set[int] = set()
+
+    @property
+    def frame(self) -> Frame:
+        return self.frames[-1]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.frames.append(Frame())
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._check_frame(self.frames.pop())
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        self._check_frame(self.frame)
+
+    def _start(self, node: cst.CSTNode) -> Position:
+        position = self.get_metadata(PositionProvider, node).start
+        return position.line, position.column
+
+    def _source(self, value: cst.BaseExpression | None) -> StreamSource | None:
+        if not isinstance(value, cst.Call):
+            return None
+        return stream_source(
+            qualified_names(self, value.func),
+            imported_names(self, value.func),
+            self.settings.stream_functions,
+        )
+
+    # Blocks that end in `return` or `raise` hold calls on paths that never reach a later capture.
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.frame.blocks.append((id(node), block_ends_in(node, LEAVES_FUNCTION)))
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self.frame.blocks.pop()
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self.frame.blocks.append((id(node), block_ends_in(node, LEAVES_FUNCTION)))
+
+    def leave_SimpleStatementSuite(self, original_node: cst.SimpleStatementSuite) -> None:
+        self.frame.blocks.pop()
+
+    # The arms of an `if`: what one runs, the other does not (no warm-up of each other).
+    def visit_If_body(self, node: cst.If) -> None:
+        self.frame.arms.append((id(node), 0))
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self.frame.arms.pop()
+
+    def visit_If_orelse(self, node: cst.If) -> None:
+        self.frame.arms.append((id(node), 1))
+
+    def leave_If_orelse(self, node: cst.If) -> None:
+        self.frame.arms.pop()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Call):
+            self.receivers.add(id(node.value))  # `get_x().method()`: a getter, not work
+
+    def visit_Call(self, node: cst.Call) -> None:
+        region = self.get_metadata(CaptureRegionProvider, node, None)
+        stream = self.frame.stream_contexts[-1] if self.frame.stream_contexts else None
+        if region is not None and region.call is node:
+            blocks = frozenset(block for block, _ in self.frame.blocks)
+            self.frame.captures.append(Capture(region, blocks, stream, frozenset(self.frame.arms)))
+            return
+        callee = dotted_name(node.func)
+        if (
+            callee
+            and id(node) not in self.receivers
+            and not qualified_names(self, node.func) & NOT_WARMUPS
+            and self._source(node) is None  # fetching or making a stream runs no kernel
+            and method_name(node) not in STREAM_METHODS
+        ):
+            exits = frozenset(block for block, exits in self.frame.blocks if exits)
+            # The ignore: LibCST types all metadata as object.
+            positions: Mapping[cst.CSTNode, CodeRange] = self.metadata[PositionProvider]  # type: ignore[assignment]
+            arms = frozenset(self.frame.arms)
+            self.frame.calls.append(CallSite(node, positions, callee, stream, exits, region, arms))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            key = dotted_name(target.target)
+            if key:
+                # The ignore: LibCST types all metadata as object.
+                positions: Mapping[cst.CSTNode, CodeRange] = self.metadata[PositionProvider]  # type: ignore[assignment]
+                binding = StreamBinding(node, positions, self._source(node.value))
+                self.frame.bindings.setdefault(key, []).append(binding)
+
+    def _stream_context(self, node: cst.With) -> list[str | None]:
+        """The streams ``node`` makes current: ``with torch.cuda.stream(s):`` and, on a
+        ``torch.Stream``, ``with s:``."""
+        contexts = []
+        for item in node.items:
+            call = item.item
+            if isinstance(call, cst.Call) and qualified_names(self, call.func) & STREAM_CONTEXTS:
+                target = argument(call, "stream", 0)
+                contexts.append(dotted_name(target.value) if target else None)
+            elif dotted_name(call) and made_by(self, call, partial(makes_stream, self)):
+                contexts.append(dotted_name(call))
+        return contexts
+
+    def visit_With_body(self, node: cst.With) -> None:
+        self.frame.stream_contexts.extend(self._stream_context(node))
+
+    def leave_With_body(self, node: cst.With) -> None:
+        for _ in self._stream_context(node):
+            self.frame.stream_contexts.pop()
+
+    # The fix: warm up on the capture stream (fetch or make it once, before the warm-up).
+    def _parents(self, node: cst.CSTNode | None) -> list[cst.CSTNode]:
+        chain = []
+        while node is not None:
+            chain.append(node)
+            node = self.get_metadata(ParentProvider, node, None)
+        return chain
+
+    def _fix(self, capture: Capture, warmups: list[CallSite], stream: cst.Call | None):
+        """Hoist the capture stream before the warm-up (and run the warm-up on it)."""
+        call = capture.region.call
+        contexts = {warmup.stream for warmup in warmups}
+        if stream is None and len(contexts) == 1 and None not in contexts:
+            # The warm-up ran under one stream context: capture on that stream (PyTorch's
+            # documented pattern); wrapping the warm-up again would not change its stream.
+            (key,) = contexts
+            assert key is not None  # (checked above)
+            rewrite = Rewrite(replace={id(call): self._with_stream(call, key)})
+            return self.build_fix(rewrite, UNSAFE, f"Capture on `{key}`")
+        capture_chain = self._parents(call)
+        first_chain, last_chain = self._parents(warmups[0].node), self._parents(warmups[-1].node)
+        first_ids = {id(n) for n in first_chain}
+        block = next(
+            (
+                n
+                for n in capture_chain
+                if isinstance(n, (cst.IndentedBlock, cst.Module)) and id(n) in first_ids
+            ),
+            None,
+        )
+        if block is None or capture.region.kind == "capture_begin":
+            return None
+        positions = {id(n): i for i, n in enumerate(block.body)}
+
+        def statement(chain: list[cst.CSTNode]) -> cst.CSTNode:
+            return next(n for n in chain if id(n) in positions)
+
+        first, last, site = statement(first_chain), statement(last_chain), statement(capture_chain)
+        if not positions[id(first)] <= positions[id(last)] < positions[id(site)]:
+            return None
+        function = next((n for n in capture_chain if isinstance(n, cst.FunctionDef)), self.module)
+        taken = {n.value for n in walk(function) if isinstance(n, cst.Name)}
+        name = next(
+            n
+            for n in ["capture_stream", *(f"capture_stream_{i}" for i in range(2, 100))]
+            if n not in taken
+        )
+        portable = self._portable
+        if stream is not None:
+            fetched = portable("torch.cuda.current_stream") if self._is_torch_current(stream) else (
+                self.module.code_for_node(stream)
+            )  # fmt: skip
+            fetch = cst.parse_statement(f"{name} = {fetched}\n")
+            rewrite = Rewrite(
+                insert_before={id(first): [fetch]},
+                replace={id(stream): cst.Name(name)},
+                imports={"torch"} if fetched.startswith("torch.") else set(),
+            )
+            return self.build_fix(rewrite, UNSAFE, f"Fetch `{name}` before the warm-up")
+        hoisted: list[cst.BaseStatement] = [
+            cst.parse_statement(f"{name} = {portable('torch.cuda.Stream')}\n"),
+            cst.parse_statement(f"{name}.wait_stream({portable('torch.cuda.current_stream')})\n"),
+        ]
+        with_stream = self._with_stream(call, name)
+        context = name if self._reports("torch.cuda.stream") else f"torch.cuda.stream({name})"
+        # The ambient stream waits for the warm-up before the code after it reads its results.
+        join = cst.parse_statement(f"{portable('torch.cuda.current_stream')}.wait_stream({name})\n")
+        after = block.body[positions[id(last)] + 1]
+        rewrite = Rewrite(
+            insert_before={id(first): hoisted, id(after): [join]},
+            wrap=(id(first), id(last), cst.parse_expression(context)),
+            replace={id(call): with_stream},
+            imports={"torch"},
+        )
+        return self.build_fix(rewrite, UNSAFE, f"Warm up and capture on `{name}`")
+
+    @staticmethod
+    def _with_stream(call: cst.Call, name: str) -> cst.Call:
+        """The capture call with ``stream=name`` (in place of a ``stream=None`` it had)."""
+        given = argument(call, "stream", 2)
+        if given is not None:
+            args = [a.with_changes(value=cst.Name(name)) if a is given else a for a in call.args]
+            return call.with_changes(args=args)
+        parsed = cst.parse_expression(f"f(stream={name})")
+        assert isinstance(parsed, cst.Call)  # parsed from a call
+        return call.with_changes(args=[*call.args, parsed.args[0]])
+
+    def _reports(self, name: str) -> bool:
+        """Whether PORT4xx reports the CUDA API ``name`` at the target torch: the fix then writes
+        its replacement instead (a fix never writes what another rule reports)."""
+        target = self.settings.target_torch_version
+        return target is None or BY_NAME[name].since <= target
+
+    def _portable(self, name: str) -> str:
+        """A call of ``name`` (a stream API without arguments), as the target torch has it."""
+        return f"{BY_NAME[name].replacement if self._reports(name) else name}()"
+
+    def _is_torch_current(self, stream: cst.Call) -> bool:
+        """``torch.cuda.current_stream()`` through the torch module (a name imported from
+        torch.cuda is moved as it is: writing the replacement would leave its import unused)."""
+        return (
+            not stream.args
+            and isinstance(stream.func, cst.Attribute)
+            and "torch.cuda.current_stream" in qualified_names(self, stream.func)
+        )
+
+    def _check_frame(self, frame: Frame) -> None:
+        """What the rule makes of one function's frame (its subclass says)."""
+        raise NotImplementedError
+
+
+def exclusive(arms: frozenset[tuple[int, int]], others: frozenset[tuple[int, int]]) -> bool:
+    """Whether two places are in different arms of one `if` (one never runs before the other)."""
+    return any((branch, 1 - arm) in others for branch, arm in arms)
