@@ -145,3 +145,53 @@ def test_a_returned_tensor_whose_every_caller_takes_any_width_is_silent(tmp_path
     files = {"pkg/rejection.py": REJECTION, "pkg/eagle.py": EAGLE, "pkg/sampler.py": SAMPLER}
     _project(tmp_path, {**files, "pkg/step.py": fine_step})
     assert _findings(tmp_path) == {}
+
+
+STORED = """\
+import torch
+
+from pkg.eagle import prepare_eagle_inputs_kernel
+from pkg.rejection import strict_rejection_kernel
+
+
+class Sampler:
+    def sample(self, draft, target):
+        n, k = draft.shape
+        sampled = draft.new_empty((n, k + 1), dtype=torch.int64)
+        self.num_sampled = sampled.new_empty(n)
+        strict_rejection_kernel[(n,)](draft, target, sampled, self.num_sampled, k)
+        return sampled
+
+    def prepare(self, query_lens, out):
+        prepare_eagle_inputs_kernel[(len(out),)](query_lens, self.num_sampled, out)
+"""
+
+
+def test_a_tensor_stored_on_self_reaches_the_kernels_of_the_methods_that_read_it(tmp_path):
+    files = {"pkg/rejection.py": REJECTION, "pkg/eagle.py": EAGLE, "pkg/sampler.py": STORED}
+    _project(tmp_path, files)
+    found = _findings(tmp_path)
+    assert sorted(found) == [("sampler.py", 11, 28, "PORT201")]
+    finding = found["sampler.py", 11, 28, "PORT201"]
+    assert finding["confidence"] == "certain"
+    assert finding["message"].endswith(
+        "it is stored in `self.num_sampled`, which `Sampler.prepare` reads, and Triton kernel "
+        "`prepare_eagle_inputs_kernel` (pkg/eagle.py:11) needs int32 for `num_sampled_ptr`"
+    )
+    # Read by no method of its class (so by someone else): likely, saying where it went.
+    unread = STORED.split("    def prepare")[0]
+    (tmp_path / "pkg" / "sampler.py").write_text(unread)
+    (finding,) = _findings(tmp_path).values()
+    assert finding["confidence"] == "likely"
+    assert finding["message"].endswith(
+        "it reaches Triton kernel `strict_rejection_kernel` and is stored in `self.num_sampled` "
+        "by `Sampler.sample`: portlint cannot see every use of it after that; check that each "
+        "takes int64"
+    )
+    # Read by another method that takes any width: silent.
+    summed = STORED.replace(
+        "        prepare_eagle_inputs_kernel[(len(out),)](query_lens, self.num_sampled, out)\n",
+        "        return self.num_sampled.sum()\n",
+    )
+    (tmp_path / "pkg" / "sampler.py").write_text(summed)
+    assert _findings(tmp_path) == {}

@@ -152,6 +152,9 @@ class Int64Provider(BatchableMetadataProvider["Int64Origin"]):
 
     # Bindings, seen after their right-hand side was visited.
     def leave_Assign(self, original_node: cst.Assign) -> None:
+        origin = self.known(original_node.value)
+        if origin:  # (where it is stored: `self.num_sampled = num_sampled`)
+            self.set_metadata(original_node.value, origin)
         for target in original_node.targets:
             self._bind(target.target, original_node.value)
 

@@ -36,6 +36,9 @@ CALL_NOTES = "int64_calls"
 # PORT201's per returned value that is or comes from a `new_*` without `dtype=`: those `new_*`
 # calls, the element of the returned tuple (None: the whole value), the function returning it.
 RETURN_NOTES = "int64_returns"
+# PORT201's per such tensor stored on `self` in a method: those `new_*` calls, the class, the
+# attribute, the method storing it.
+STORE_NOTES = "int64_stores"
 MAX_CALL_DEPTH = 6  # how many calls deep a tensor is followed to a kernel
 INT64_CODES = frozenset({NEW_TENSOR, INTO_KERNEL})
 
@@ -64,7 +67,7 @@ def refine(project: Project, violations: list[Violation]) -> list[Violation]:
             reached.get(where) or _consumer(project, violation) or _given_to(project, violation)
         )
         if consumer is None or consumer[1] != "certain":
-            consumer = _returned(project, violation) or consumer
+            consumer = _returned(project, violation) or _stored(project, violation) or consumer
         if consumer is not None:
             message = f"{violation.message}; {consumer[0]}"
             standing.append(dataclasses.replace(violation, message=message, confidence=consumer[1]))
@@ -163,6 +166,42 @@ def _returned(project: Project, violation: Violation) -> tuple[str, str] | None:
             return (
                 f"it reaches Triton kernel `{kernel}` and is returned by `{function}`: portlint "
                 "cannot see every use of it after that; check that each takes int64",
+                "likely",
+            )
+    return None
+
+
+def _stored(project: Project, violation: Violation) -> tuple[str, str] | None:
+    """Where the new tensor goes once a method stores it on ``self``: a kernel that needs int32
+    in a method of the class that reads the attribute (certain); else, where it reached a kernel
+    before and a reader's use cannot be followed (likely: where it went); None where every
+    reader takes any width."""
+    at = [violation.line, violation.col]
+    for news, cls, attribute, method in _notes(project, violation.path, STORE_NOTES):
+        if at not in news:
+            continue
+        followed, read = True, False
+        for name, summary in project.functions(violation.path).items():
+            if not name.startswith(f"{cls}."):
+                continue
+            uses = summary.get("attributes", {}).get(attribute)
+            read = read or (uses is not None and name != method)  # (by another method)
+            for use in uses or []:
+                verdict = (
+                    UNSEEN
+                    if use[0] == "opaque"
+                    else _needs(project, violation.path, [use[1]], use[2], MAX_CALL_DEPTH)
+                )
+                if verdict not in (FINE, UNSEEN):
+                    where = f"`self.{attribute}`, which `{name}` reads"
+                    return f"it is stored in {where}, and {verdict}", "certain"
+                followed = followed and verdict is FINE
+        kernel = _kernel_reached(project, violation)
+        if kernel is not None and not (followed and read):  # (unread in its class: elsewhere)
+            return (
+                f"it reaches Triton kernel `{kernel}` and is stored in `self.{attribute}` by "
+                f"`{method}`: portlint cannot see every use of it after that; check that each "
+                "takes int64",
                 "likely",
             )
     return None

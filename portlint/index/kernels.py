@@ -266,11 +266,13 @@ def functions_in(tree: ast.Module) -> dict[str, dict[str, Any]]:
                 function
             ):
                 uses, results = parameter_uses(function), result_uses(function)
-                if uses or results:
+                attributes = attribute_uses(function) if prefix else {}
+                if uses or results or attributes:
                     arguments = function.args
                     order = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
                     found[prefix + function.name] = {
                         "parameters": order, "uses": uses, "results": results,
+                        "attributes": attributes,
                     }  # fmt: skip
     return found
 
@@ -333,6 +335,32 @@ def result_uses(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[list]:
     return [[callee, element, uses.get(name, [])] for callee, element, name in bound]
 
 
+def attribute_uses(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[list]]:
+    """Per attribute of ``self`` that the method reads (``self.num_sampled``), its uses as in
+    :func:`parameter_uses` (none: read, and any width taken); a method whose first parameter is
+    not ``self`` reads none."""
+    arguments = [*function.args.posonlyargs, *function.args.args]
+    if not arguments or arguments[0].arg != "self":
+        return {}
+    parents: dict[int, ast.AST] = {}
+    loads: list[ast.Attribute] = []
+    for node in ast.walk(function):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+            if (
+                isinstance(child, ast.Attribute)
+                and isinstance(child.ctx, ast.Load)
+                and isinstance(child.value, ast.Name)
+                and child.value.id == "self"
+            ):
+                loads.append(child)
+    uses: dict[str, list[list]] = {}
+    for load in loads:
+        use = _use(load, parents)
+        uses.setdefault(load.attr, []).extend([use] if use is not None else [])
+    return uses
+
+
 def _uses(function: ast.AST, names: dict[str, int]) -> dict[str, list[list]]:
     """The uses (as in :func:`parameter_uses`) of ``names`` in ``function``, each bound there as
     many times as ``names`` says (a name bound more often is rebound: it cannot be followed)."""
@@ -362,7 +390,7 @@ def _uses(function: ast.AST, names: dict[str, int]) -> dict[str, list[list]]:
     return uses
 
 
-def _use(node: ast.Name, parents: dict[int, ast.AST]) -> list | None:
+def _use(node: ast.Name | ast.Attribute, parents: dict[int, ast.AST]) -> list | None:
     parent = parents.get(id(node))
     where: int | str | None = None
     call = None

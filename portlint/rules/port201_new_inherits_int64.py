@@ -17,7 +17,7 @@ from portlint.evidence import INT64_ORIGIN, NEW_TENSOR_CALL
 from portlint.facts import NEW_METHODS
 from portlint.findings import UNSAFE
 from portlint.fix import Rewrite
-from portlint.index.int64 import CALL_NOTES, CONSUMER_NOTES, RETURN_NOTES
+from portlint.index.int64 import CALL_NOTES, CONSUMER_NOTES, RETURN_NOTES, STORE_NOTES
 from portlint.rule import Invalid, Rule
 
 # Words naming what an integer tensor holds: a buffer of the same kind as its source (token ids
@@ -266,6 +266,25 @@ class NewTensorInheritsInt64(Rule):
             news = self._news_in(element)
             if news:
                 self.context.notes.setdefault(RETURN_NOTES, []).append([news, index, function])
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """For the project index: a ``new_*`` without ``dtype=`` (or a tensor that comes from one)
+        stored on ``self`` in a method: the class's other methods that read it are where it goes
+        next."""
+        function = self._function_name(node)
+        if function is None or "." not in function:
+            return
+        for target in node.targets:
+            attribute = target.target
+            if (
+                isinstance(attribute, cst.Attribute)
+                and isinstance(attribute.value, cst.Name)
+                and attribute.value.value == "self"
+            ):
+                news = self._news_in(node.value)
+                if news:
+                    row = [news, function.split(".")[0], attribute.attr.value, function]
+                    self.context.notes.setdefault(STORE_NOTES, []).append(row)
 
     def _function_name(self, node: cst.CSTNode) -> str | None:
         """The name of the module-level function (``f``) or method (``C.m``) ``node`` is in, as
