@@ -27,7 +27,7 @@ DEVICE, STREAMS, MEMORY, RNG, AUTOCAST, DISTRIBUTED, GRAPHS, PROFILING, OTHER = 
     "other",
 )  # fmt: skip
 
-NEWEST_KNOWN: Version = (2, 14)
+NEWEST_KNOWN: Version = (2, 15)
 # The module of the device in use: `torch.get_device_module(device)` (`torch.cpu`, `torch.xpu`,
 # `torch.mps`, `torch.mtia`, or an out-of-tree one such as torch_npu's `torch.npu`).
 DEVICE_MODULE = "torch.get_device_module(device)"
