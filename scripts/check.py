@@ -42,8 +42,8 @@ def steps(corpus: Path) -> dict[str, list[list[str]]]:
     }
 
 
-def run_step(commands: list[list[str]]) -> bool:
-    env = {**os.environ, "PORTLINT_SNAPSHOT": str(SNAPSHOT)}
+def run_step(commands: list[list[str]], corpus: Path) -> bool:
+    env = {**os.environ, "PORTLINT_SNAPSHOT": str(SNAPSHOT), "PORTLINT_CORPUS": str(corpus)}
     for command in commands:
         print(f"$ {' '.join(command)}", flush=True)
         if subprocess.run(command, cwd=REPO, env=env).returncode != 0:
@@ -74,7 +74,7 @@ def main() -> int:
             continue
         print(f"\n== {name}", flush=True)
         started = time.perf_counter()
-        if not run_step(commands):
+        if not run_step(commands, args.corpus):
             failed.append(name)
         timings.append(f"{name} {time.perf_counter() - started:.0f} s")
     note = ""
