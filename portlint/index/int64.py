@@ -151,60 +151,75 @@ def _returned(project: Project, violation: Violation) -> tuple[str, str] | None:
         seen, followed = False, True
         for caller_path, caller, uses in _callers(project, violation.path, function, element):
             seen = True
-            for use in uses:
-                verdict = (
-                    UNSEEN
-                    if use[0] == "opaque"
-                    else _needs(project, caller_path, [use[1]], use[2], MAX_CALL_DEPTH)
-                )
-                if verdict not in (FINE, UNSEEN):
-                    where = f"`{caller}` ({project.shown(caller_path)})"
-                    return f"it is returned by `{function}` to {where}, and {verdict}", "certain"
-                followed = followed and verdict is FINE
-        kernel = _kernel_reached(project, violation)
-        if kernel is not None and not (seen and followed):
-            return (
-                f"it reaches Triton kernel `{kernel}` and is returned by `{function}`: portlint "
-                "cannot see every use of it after that; check that each takes int64",
-                "likely",
-            )
+            need, every = _first_need(project, caller_path, uses)
+            if need is not None:
+                where = f"`{caller}` ({project.shown(caller_path)})"
+                return f"it is returned by `{function}` to {where}, and {need}", "certain"
+            followed = followed and every
+        if not (seen and followed):
+            return _left_after_a_kernel(project, violation, f"is returned by `{function}`")
     return None
 
 
 def _stored(project: Project, violation: Violation) -> tuple[str, str] | None:
     """Where the new tensor goes once a method stores it on ``self``: a kernel that needs int32
     in a method of the class that reads the attribute (certain); else, where it reached a kernel
-    before and a reader's use cannot be followed (likely: where it went); None where every
-    reader takes any width."""
+    before and no other method of the class reads it, or a reader's use cannot be followed
+    (likely: where it went); None where every other reader takes any width."""
     at = [violation.line, violation.col]
     for news, cls, attribute, method in _notes(project, violation.path, STORE_NOTES):
         if at not in news:
             continue
         followed, read = True, False
         for name, summary in project.functions(violation.path).items():
-            if not name.startswith(f"{cls}."):
-                continue
-            uses = summary.get("attributes", {}).get(attribute)
-            read = read or (uses is not None and name != method)  # (by another method)
-            for use in uses or []:
-                verdict = (
-                    UNSEEN
-                    if use[0] == "opaque"
-                    else _needs(project, violation.path, [use[1]], use[2], MAX_CALL_DEPTH)
-                )
-                if verdict not in (FINE, UNSEEN):
-                    where = f"`self.{attribute}`, which `{name}` reads"
-                    return f"it is stored in {where}, and {verdict}", "certain"
-                followed = followed and verdict is FINE
-        kernel = _kernel_reached(project, violation)
-        if kernel is not None and not (followed and read):  # (unread in its class: elsewhere)
-            return (
-                f"it reaches Triton kernel `{kernel}` and is stored in `self.{attribute}` by "
-                f"`{method}`: portlint cannot see every use of it after that; check that each "
-                "takes int64",
-                "likely",
+            uses = (
+                summary.get("attributes", {}).get(attribute) if name.startswith(f"{cls}.") else None
             )
+            if uses is None:
+                continue
+            read = read or name != method  # (read by another method than the one storing it)
+            need, every = _first_need(project, violation.path, uses)
+            if need is not None:
+                return (
+                    f"it is stored in `self.{attribute}`, which `{name}` reads, and {need}",
+                    "certain",
+                )
+            followed = followed and every
+        if not (read and followed):
+            how = f"is stored in `self.{attribute}` by `{method}`"
+            return _left_after_a_kernel(project, violation, how)
     return None
+
+
+def _first_need(project: Project, path: str, uses: list[list]) -> tuple[str | None, bool]:
+    """What the first of ``uses`` (of a tensor, in ``path``) that needs int32 says of the need,
+    and whether every use could be followed to something that takes any width."""
+    followed = True
+    for use in uses:
+        verdict = (
+            UNSEEN
+            if use[0] == "opaque"
+            else _needs(project, path, [use[1]], use[2], MAX_CALL_DEPTH)
+        )
+        if verdict not in (FINE, UNSEEN):
+            return verdict, followed
+        followed = followed and verdict is FINE
+    return None, followed
+
+
+def _left_after_a_kernel(
+    project: Project, violation: Violation, how: str
+) -> tuple[str, str] | None:
+    """A new tensor that left its function (``how``) after reaching a kernel: likely, saying
+    where it went (None: it reached no kernel, and what it is used for is unknown)."""
+    kernel = _kernel_reached(project, violation)
+    if kernel is None:
+        return None
+    return (
+        f"it reaches Triton kernel `{kernel}` and {how}: portlint cannot see every use of it "
+        "after that; check that each takes int64",
+        "likely",
+    )
 
 
 def _callers(

@@ -63,7 +63,13 @@ class NewTensorInheritsInt64(Rule):
     concatenated with it. Where it is given to a
     function after which portlint cannot follow it (another library's function, or a project
     function that puts it in a container or an attribute), it is reported as likely, naming the
-    function. The message names the tensor the dtype comes from and the consumer. Inherited int64
+    function. Where its function returns it, it is followed to the callers that bind the result
+    (`sampled, num_sampled = sample(...)`, in any module of the project) and on to their kernels;
+    where a method stores it on `self`, to the methods of the class that read the attribute. A
+    kernel there that needs int32 makes the finding certain, naming the caller or the method;
+    where it reached a kernel before it left and not every use after can be seen (no caller in
+    the project, a use that cannot be followed, no other method reading the attribute), it is
+    likely, saying where it went. The message names the tensor the dtype comes from and the consumer. Inherited int64
     that nothing needing int32 consumes is what the code works with, and is not reported; nor
     where the int64 is evidently meant: the new tensor holds the same kind of values as its
     source (`lookback_token_ids = input_ids.new_full(...)`), or is joined to it
