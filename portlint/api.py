@@ -12,7 +12,8 @@ Nothing here prints or exits; the command line (:mod:`portlint.cli`) is built on
     fixed = api.fix_text(source, settings=settings, unsafe=True).source
 
 A finding is a :class:`portlint.findings.Violation`: ``path``, ``line``, ``col``, ``end_line``,
-``end_col`` (1-based), ``code`` (None for a file that could not be read or parsed), ``message``,
+``end_col`` (1-based), ``code`` (None for a file that could not be read or parsed), ``message``
+(the point and the replacement, short), ``detail`` (why, and what the replacement needs),
 ``confidence`` (``"certain"`` or ``"likely"``) and ``fix`` (None, or its applicability, message
 and edits). A configuration that cannot be used raises :class:`portlint.config.ConfigError`.
 """

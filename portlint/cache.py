@@ -69,21 +69,25 @@ def _dump(violation: Violation) -> list:
         violation.line, violation.col, violation.code, violation.message, violation.end_line,
         violation.end_col, violation.confidence,
         None if fix is None else [fix.applicability, fix.message, [asdict(e) for e in fix.edits]],
+        violation.detail,
     ]  # fmt: skip
 
 
 def _load(path: str, row: list) -> Violation:
     """The finding a row holds; TypeError or ValueError where the row is not one (its positions
-    are sorted against others', so they must be numbers)."""
-    line, col, code, message, end_line, end_col, confidence, fix = row
+    are sorted against others', so they must be numbers; a row of a table written before
+    findings had a detail has one item fewer: the file is linted again)."""
+    line, col, code, message, end_line, end_col, confidence, fix, detail = row
     if not all(type(number) is int for number in (line, col, end_line, end_col)):
         raise TypeError("a position that is not a number")
-    if not isinstance(message, str) or not isinstance(code, (str, type(None))):
-        raise TypeError("a code or message that is not text")
+    if not all(isinstance(text, str) for text in (message, detail)) or not isinstance(
+        code, (str, type(None))
+    ):
+        raise TypeError("a code, message or detail that is not text")
     if fix is not None:
         applicability, fix_message, edits = fix
         fix = Fix(applicability, fix_message, tuple(Edit(**e) for e in edits))
-    return Violation(path, line, col, code, message, end_line, end_col, confidence, fix)
+    return Violation(path, line, col, code, message, end_line, end_col, confidence, fix, detail)
 
 
 class Cached(NamedTuple):

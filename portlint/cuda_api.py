@@ -8,9 +8,10 @@ instead, from which torch release on, and whether a fix can make the change:
   true on other accelerators too): the fix is offered behind ``--unsafe-fixes``;
 - ``fix=None``: no mechanical rewrite is right; the message names the replacement.
 
-Versions were checked against the torch documentation and the installed torch 2.13. Where the
-release that added an API is uncertain, the later candidate is given, so a finding never names an
-API the target torch lacks.
+Versions were checked against each torch release from 2.6 to ``NEWEST_KNOWN`` (the CUDA wheels,
+imported; ``scripts/torch_members.py``): from 2.6 on, ``since`` is the release that added the
+API. Before 2.6 they come from the torch documentation; where the release that added an API is
+uncertain, the later candidate is given, so a finding never names an API the target torch lacks.
 """
 
 from __future__ import annotations
@@ -88,8 +89,8 @@ APIS: tuple[CudaApi, ...] = (
     CudaApi("torch.cuda.is_available", DEVICE, "torch.accelerator.is_available", (2, 6),
             note="it is true on XPU, NPU and MPS too: code behind it must be portable as well"),
     CudaApi("torch.cuda.current_device", DEVICE, "torch.accelerator.current_device_index",
-            (2, 7), SAFE),
-    CudaApi("torch.cuda.set_device", DEVICE, "torch.accelerator.set_device_index", (2, 7), SAFE,
+            (2, 6), SAFE),
+    CudaApi("torch.cuda.set_device", DEVICE, "torch.accelerator.set_device_index", (2, 6), SAFE,
             device_positional=True),
     CudaApi("torch.cuda.device", DEVICE, "torch.accelerator.device_index", (2, 8), UNSAFE,
             note="it takes a device index only, not a `torch.device` or a string",
@@ -157,8 +158,8 @@ APIS: tuple[CudaApi, ...] = (
     CudaApi("backend=nccl", DISTRIBUTED, "torch.distributed.get_default_backend_for_device",
             (2, 6), UNSAFE, note="it picks NCCL on CUDA, XCCL on XPU, HCCL on NPU, Gloo on CPU"),
     # Graphs.
-    CudaApi("torch.cuda.CUDAGraph", GRAPHS, "torch.accelerator.Graph", (2, 13)),
-    CudaApi("torch.cuda.graph", GRAPHS, "torch.accelerator.Graph", (2, 13),
+    CudaApi("torch.cuda.CUDAGraph", GRAPHS, "torch.accelerator.Graph", (2, 12)),
+    CudaApi("torch.cuda.graph", GRAPHS, "torch.accelerator.Graph", (2, 12),
             note="capture with `torch.accelerator.Graph`'s `capture_begin()`/`capture_end()` or "
             "`with graph:`"),
     # Profiling ranges.
@@ -171,8 +172,8 @@ BY_NAME: dict[str, CudaApi] = {api.name: api for api in APIS}
 # Anything else under torch.cuda: looked up on the device's own module, where it has the name.
 OTHER_API = CudaApi("torch.cuda", OTHER, DEVICE_MODULE, (2, 4))
 
-# What the portable replacements have, at NEWEST_KNOWN (tests/test_cuda_api.py checks each set
-# against the installed torch): a suggestion `<replacement>.<name>` names one of these, or none
+# What the portable replacements have, at NEWEST_KNOWN (tests/test_fix_meaning.py checks each
+# set against the installed torch, .ci/run against the oldest and the newest): a suggestion `<replacement>.<name>` names one of these, or none
 # is given. The device module's are the functions and classes torch.cuda shares with torch.xpu,
 # the fullest of the other device modules torch ships (torch.mps, torch.mtia and torch.cpu have
 # fewer of them; out-of-tree modules copy torch.cuda's API as torch.xpu does).
@@ -207,17 +208,44 @@ MEMBERS: dict[str, frozenset[str]] = {
     }),
 }  # fmt: skip
 # The members above that a torch release after the replacement's own first one added (to
-# torch.xpu, for the device module): a suggestion of one names that release, and none is given
-# for a project that targets an older torch.
-MEMBERS_SINCE: dict[str, Version] = {f"{DEVICE_MODULE}.list_gpu_processes": (2, 14)}
+# torch.xpu, for the device module), by release, as each release from 2.6 on has them
+# (scripts/torch_members.py): a suggestion of one names that release, and none is given for a
+# project that targets an older torch.
+MEMBERS_SINCE: dict[str, Version] = {
+    f"{replacement}.{member}": release
+    for replacement, release, members in (
+        (DEVICE_MODULE, (2, 7), ("get_stream_from_external",)),
+        (DEVICE_MODULE, (2, 10), ("can_device_access_peer", "change_current_allocator",
+                                  "get_per_process_memory_fraction", "is_tf32_supported",
+                                  "set_per_process_memory_fraction")),
+        (DEVICE_MODULE, (2, 11), ("MemPool", "graph", "graph_pool_handle",
+                                  "is_current_stream_capturing", "make_graphed_callables",
+                                  "memory_snapshot", "use_mem_pool")),
+        (DEVICE_MODULE, (2, 13), ("clock_rate", "device_memory_used", "memory_usage",
+                                  "power_draw", "temperature", "utilization")),
+        (DEVICE_MODULE, (2, 14), ("list_gpu_processes",)),
+        ("torch.Stream", (2, 11), ("native_handle",)),
+        ("torch.Stream", (2, 12), ("is_capturing",)),
+    )
+    for member in members
+}  # fmt: skip
+
+
+# Members that a torch release after their type's first one dropped, with the last release that
+# has each: such a member stays in MEMBERS (which then holds more than NEWEST_KNOWN has) and is
+# dated here. None so far: from 2.6 to NEWEST_KNOWN, no member of a type went away.
+MEMBERS_UNTIL: dict[str, Version] = {}
 
 
 def members_at(replacement: str, version: Version) -> frozenset[str]:
-    """The members of ``replacement`` that torch ``version`` has."""
+    """The members of ``replacement`` that torch ``version`` has (``version`` no older than the
+    first release that has ``replacement``)."""
     return frozenset(
         m
         for m in MEMBERS.get(replacement, frozenset())
-        if MEMBERS_SINCE.get(f"{replacement}.{m}", (0, 0)) <= version
+        if MEMBERS_SINCE.get(f"{replacement}.{m}", (0, 0))
+        <= version
+        <= MEMBERS_UNTIL.get(f"{replacement}.{m}", (99, 99))
     )
 
 

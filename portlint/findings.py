@@ -8,6 +8,9 @@ import re
 from dataclasses import dataclass
 
 SAFE, UNSAFE = "safe", "unsafe"
+# What a finding's message fits in (the concise format's one line), but where it quotes the
+# user's code: the reasoning goes to its detail.
+MESSAGE_WIDTH = 90
 
 
 @dataclass(frozen=True, order=True)
@@ -33,6 +36,8 @@ class Violation:
     """One finding. Lines are 1-based, columns 1-based (as ruff prints them).
 
     ``code`` is None for a file that could not be read or parsed; ``message`` then says why.
+    ``message`` is short: the rule's point and the replacement; ``detail`` is the reasoning (the
+    torch release needed, caveats, why), shown by ``--output-format full``, JSON and editors.
     ``confidence`` is "certain" where the rule can tell, "likely" where the finding needs a look.
     """
 
@@ -45,6 +50,7 @@ class Violation:
     end_col: int = 0
     confidence: str = "certain"
     fix: Fix | None = None
+    detail: str = ""
 
 
 @dataclass(frozen=True, order=True)

@@ -88,12 +88,13 @@ def _url(violation: Violation) -> str | None:
 
 
 def json_items(violations: list[Violation]) -> list[dict]:
-    """The findings as ruff's JSON objects (plus ``confidence``)."""
+    """The findings as ruff's JSON objects (plus ``confidence`` and ``detail``)."""
     return [
         {
             "cell": None,
             "code": code_of(v),
             "confidence": v.confidence,
+            "detail": v.detail,
             "end_location": {"column": v.end_col or v.col, "row": v.end_line or v.line},
             "filename": os.path.abspath(v.path),
             "fix": _fix_json(v.fix),
@@ -122,7 +123,8 @@ def full_report(
     color: bool = False,
     unsafe_fixes: bool = False,
 ) -> str:
-    """Each finding with its source line, a caret under the span, and its fix, if any."""
+    """Each finding with its source line, a caret under the span, its detail and its fix, if
+    any."""
     sources = Sources(given)
     blocks = []
     for v in violations:
@@ -137,6 +139,8 @@ def full_report(
                 f"{v.line} | {text}",
                 f"{' ' * width} | {' ' * (v.col - 1)}{'^' * max(1, end - v.col)}",
             ]
+        if v.detail:
+            block.append(f"  = note: {v.detail}")
         if v.fix is not None:
             block.append(f"  = fix ({v.fix.applicability}): {v.fix.message}")
             for edit in v.fix.edits:
@@ -158,7 +162,8 @@ def _escape_property(text: str) -> str:
 
 
 def github_report(violations: list[Violation]) -> str:
-    """GitHub Actions workflow commands: one ``::error`` annotation per finding."""
+    """GitHub Actions workflow commands: one ``::error`` annotation per finding, its detail on a
+    second line (GitHub shows an annotation's every line where it shows the annotation)."""
     lines = []
     for v in violations:
         title = f"portlint ({code_of(v)})"
@@ -170,13 +175,14 @@ def github_report(violations: list[Violation]) -> str:
             f"endLine={v.end_line or v.line}",
             f"endColumn={v.end_col or v.col}",
         ]
-        message = f"{v.path}:{v.line}:{v.col}: {label(v)}"
+        message = f"{v.path}:{v.line}:{v.col}: {label(v)}" + (f"\n{v.detail}" if v.detail else "")
         lines.append(f"::error {','.join(properties)}::{_escape_data(message)}\n")
     return "".join(lines)
 
 
 def junit_report(violations: list[Violation]) -> str:
-    """JUnit XML: one test suite per file, one failing test case per finding."""
+    """JUnit XML: one test suite per file, one failing test case per finding (its message the
+    finding's; its text, which CI shows as the failure's details, the detail too)."""
     from xml.etree import ElementTree  # (only this format needs it: 4 ms of start-up)
 
     suites = ElementTree.Element(
@@ -201,7 +207,9 @@ def junit_report(violations: list[Violation]) -> str:
                 line=str(v.line),
             )  # fmt: skip
             failure = ElementTree.SubElement(case, "failure", message=v.message)
-            failure.text = f"line {v.line}, col {v.col}, {v.message}"
+            failure.text = f"line {v.line}, col {v.col}, {v.message}" + (
+                f"\n{v.detail}" if v.detail else ""
+            )
     ElementTree.indent(suites)
     body = ElementTree.tostring(suites, encoding="unicode")
     return f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n'
@@ -281,6 +289,14 @@ def _sarif_fix(v: Violation, location: dict) -> list[dict]:
     ]
 
 
+def _sarif_message(v: Violation) -> dict:
+    """The message as plain text, and with its detail as Markdown (what a viewer that renders
+    Markdown shows): its code is in backticks already."""
+    if not v.detail:
+        return {"text": v.message}
+    return {"text": v.message, "markdown": f"{v.message}\n\n{v.detail}"}
+
+
 def sarif_report(
     violations: list[Violation], root: str, given: dict[str, str] | None = None
 ) -> str:
@@ -301,7 +317,7 @@ def sarif_report(
             "ruleId": code_of(v),
             "ruleIndex": index[code_of(v)],
             "level": severity(v),
-            "message": {"text": v.message},
+            "message": _sarif_message(v),
             "locations": [{"physicalLocation": {"artifactLocation": artifact, "region": region}}],
             "partialFingerprints": {FINGERPRINT: fingerprint(v, sources.lines(v.path))},
             "properties": {"confidence": v.confidence},

@@ -49,6 +49,7 @@ class Report:
     confidence: str
     fix: Fix | None
     quiet: Quiet = None
+    detail: str = ""  # the reasoning (:attr:`portlint.findings.Violation.detail`)
 
     def violation(
         self,
@@ -72,6 +73,7 @@ class Report:
             end_col=end.column + 1,
             confidence=self.confidence,
             fix=fix,
+            detail=self.detail,
         )
 
 
@@ -169,11 +171,13 @@ class Rule(cst.BatchableCSTVisitor):
         confidence: str = "certain",
         fix: Fix | None = None,
         quiet: Quiet = None,
+        detail: str = "",
     ) -> None:
         """Report ``message`` spanning ``node`` (or from ``start`` to the end of ``node``);
-        ``quiet``: why the rule holds it back (:attr:`Report.quiet`)."""
+        ``quiet``: why the rule holds it back (:attr:`Report.quiet`); ``detail``: the reasoning
+        behind the short message (the torch release needed, caveats, why)."""
         self.context.reports.append(
-            Report(self.code, node, start or node, message, confidence, fix, quiet)
+            Report(self.code, node, start or node, message, confidence, fix, quiet, detail)
         )
 
     def visit_Module(self, node: cst.Module) -> None:

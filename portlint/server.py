@@ -285,12 +285,16 @@ def hover(ls: PortlintServer, params: types.HoverParams) -> types.Hover | None:
     if params.position.line >= len(lines):
         return None
     at = document.position_codec.position_from_client_units(lines, params.position)
-    codes = noqa_codes_at(lines[at.line], at.character) or [
-        v.code for v in lint.violations if v.code is not None and spans(v, at)
-    ]
+    under: list[Violation] = []  # the findings under the cursor: their message and detail
+    codes = noqa_codes_at(lines[at.line], at.character)
+    if not codes:
+        under = [v for v in lint.violations if v.code is not None and spans(v, at)]
+        codes = [v.code for v in under if v.code is not None]
     if not codes:
         return None
-    pages = [rule_page(code) for code in dict.fromkeys(codes)]
+    pages = [
+        rule_page(code, tuple(v for v in under if v.code == code)) for code in dict.fromkeys(codes)
+    ]
     return types.Hover(
         contents=types.MarkupContent(
             kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(pages)
@@ -394,12 +398,19 @@ def noqa_codes_at(line: str, column: int) -> list[str]:
     return []
 
 
-def rule_page(code: str) -> str:
-    """Rule ``code``'s documentation, as `portlint rule CODE` prints it, with its link."""
+def rule_page(code: str, found: tuple[Violation, ...] = ()) -> str:
+    """Rule ``code``'s documentation, as `portlint rule CODE` prints it, with its link; first,
+    the message and the detail of each of ``found`` (its findings under the cursor). The
+    diagnostic's own message stays short, for the one-line places editors show it (Neovim's
+    virtual text, VS Code's Problems panel); the hover is where both show the reasoning."""
     from portlint.registry import all_rules
 
     rule = all_rules()[code]
-    return f"**{code}** ({rule.name})\n\n{rule.documentation()}\n\n[{code} docs]({docs_url(code)})"
+    findings = "".join(f"{v.message}\n\n" + (f"{v.detail}\n\n" if v.detail else "") for v in found)
+    return (
+        f"**{code}** ({rule.name})\n\n{findings}{rule.documentation()}\n\n"
+        f"[{code} docs]({docs_url(code)})"
+    )
 
 
 def serve() -> None:

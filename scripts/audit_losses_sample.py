@@ -1,5 +1,5 @@
 """Draw the seeded sample of findings that the project index silenced, for an audit's losses check
-(docs/audits/*-index.md): the findings of kind callers, rebinds or checks in the JSON output of
+(docs/precision.md): the findings of kind callers, rebinds or checks in the JSON output of
 ``portlint check PACKAGE --no-cache --show-silenced --output-format json``.
 
     python scripts/audit_losses_sample.py SILENCED.json PROJECT_FOLDER [N]

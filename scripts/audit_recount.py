@@ -4,9 +4,10 @@ those were read real.
     python scripts/audit_recount.py AUDIT.md FINDINGS.txt [FINDINGS.txt ...]
 
 ``AUDIT.md`` holds the tables an audit filled in (``| # | path:line:col | CODE | verdict | ... |``,
-docs/audits/); each ``FINDINGS.txt`` is a concise output of ``portlint check`` run as the audit
-ran it. A row counts as still reported where some output holds its path, line, column and code.
-Prints, per verdict, the rows read and the rows still reported, and the share of real among them.
+as ``scripts/audit_sample.py`` prints them); each ``FINDINGS.txt`` is a concise output of
+``portlint check`` run as the audit ran it. A row counts as still reported where some output
+holds its path, line, column and code. Prints, per verdict, the rows read and the rows still
+reported, and the share of real among them.
 """
 
 from __future__ import annotations

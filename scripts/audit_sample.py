@@ -1,4 +1,4 @@
-"""Draw the seeded random sample of findings that an audit reads (docs/audits/).
+"""Draw the seeded random sample of findings that an audit reads (docs/precision.md).
 
     python scripts/audit_sample.py sglang                 # prints a markdown table to fill in
     python scripts/audit_sample.py sglang --findings F    # sample from a saved concise output

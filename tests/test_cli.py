@@ -103,6 +103,7 @@ def test_json_output_uses_ruff_field_names(project):
         "cell",
         "code",
         "confidence",
+        "detail",
         "end_location",
         "filename",
         "fix",

@@ -11,7 +11,21 @@ from typing import Any
 
 import pytest
 
-from portlint.cuda_api import DEVICE_MODULE, MEMBERS, members_at, suggestion
+from portlint.cuda_api import (
+    APIS,
+    DEVICE_MODULE,
+    MEMBERS,
+    MEMBERS_SINCE,
+    MEMBERS_UNTIL,
+    NEWEST_KNOWN,
+    OTHER_API,
+    Version,
+    lookup,
+    members_at,
+    parse_version,
+    since,
+    suggestion,
+)
 from portlint.engine import fix_source
 from portlint.registry import all_rules
 from portlint.settings import Settings
@@ -48,14 +62,46 @@ def device_module_members(torch) -> set[str]:
     return shared
 
 
+def first_release(replacement: str) -> Version:
+    """The first torch release the table names ``replacement`` in (a portable type's members
+    exist from there on)."""
+    return min(api.since for api in (*APIS, OTHER_API) if api.replacement == replacement)
+
+
+def portable_members(torch, replacement: str) -> set[str]:
+    """The members of a portable type (a key of MEMBERS) in ``torch``, as MEMBERS lists them."""
+    if replacement == DEVICE_MODULE:
+        return device_module_members(torch)
+    return public(resolve(torch, replacement))
+
+
+def test_the_dated_members_are_members_dated_after_their_types_first_release():
+    """MEMBERS_SINCE and MEMBERS_UNTIL date members of MEMBERS, within the releases portlint
+    knows: a member dated at its type's first release (or one never dropped) is no fact."""
+    for table, later in ((MEMBERS_SINCE, True), (MEMBERS_UNTIL, False)):
+        for dotted, version in table.items():
+            replacement, _, member = dotted.rpartition(".")
+            assert member in MEMBERS[replacement], dotted
+            assert first_release(replacement) < version if later else version < NEWEST_KNOWN
+            assert version <= NEWEST_KNOWN, dotted
+    for dotted in MEMBERS_UNTIL.keys() & MEMBERS_SINCE.keys():
+        assert MEMBERS_SINCE[dotted] <= MEMBERS_UNTIL[dotted], dotted
+
+
+@pytest.mark.torch_api
 def test_the_members_of_the_portable_types_are_torchs():
-    """Each set as the installed torch has it (its release's members: MEMBERS_SINCE)."""
+    """Each set as the installed torch has it (its release's members: MEMBERS_SINCE and
+    MEMBERS_UNTIL), where it has the type; a type the table names from a later release it
+    lacks. (`python scripts/torch_members.py` says what differs.)"""
     torch = pytest.importorskip("torch")
-    installed = tuple(int(n) for n in torch.__version__.split(".")[:2])
-    assert members_at(DEVICE_MODULE, installed) == device_module_members(torch)
-    assert MEMBERS["torch.Stream"] == public(torch.Stream)
-    assert MEMBERS["torch.Event"] == public(torch.Event)
-    assert MEMBERS["torch.accelerator.Graph"] == public(torch.accelerator.Graph)
+    installed = parse_version(torch.__version__)
+    for replacement in MEMBERS:
+        if first_release(replacement) <= installed:
+            assert members_at(replacement, installed) == portable_members(torch, replacement), (
+                replacement
+            )
+        else:
+            assert not resolves(torch, replacement), replacement
 
 
 def resolve(torch, dotted: str) -> object:
@@ -70,16 +116,43 @@ def resolve(torch, dotted: str) -> object:
     return functools.reduce(getattr, dotted.split(".")[1:], torch)
 
 
+def resolves(torch, dotted: str) -> bool:
+    try:
+        resolve(torch, dotted)
+    except AttributeError:
+        return False
+    return True
+
+
+def needed(name: str, dotted: str) -> str:
+    """What a suggestion ``dotted`` for ``name`` needs of torch: the replacement of a context
+    manager taking the object to enter (``with torch.cuda.stream(s):``, ``with s:``) needs the
+    type to be one (``torch.Stream.__enter__``, torch 2.7), not only to exist."""
+    api = lookup(name)
+    if api is not None and api.argument_is_context and dotted == api.replacement:
+        return f"{dotted}.__enter__"
+    return dotted
+
+
+@pytest.mark.torch_api
 def test_every_suggestion_for_the_corpora_exists_in_torch():
     """For each torch.cuda attribute vLLM, SGLang, DeepSpeed, transformers and accelerate use
-    (scripts/collect_cuda_attributes.py), what portlint suggests resolves in torch 2.13."""
+    (scripts/collect_cuda_attributes.py), what portlint suggests resolves in the installed torch
+    where the release it names is the installed one or older, and does not where it is newer
+    (no release portlint accepts has it before the release it names)."""
     torch = pytest.importorskip("torch")
+    installed = parse_version(torch.__version__)
     names = ATTRIBUTES.read_text().split()
     assert len(names) > 80
     suggested = {name: suggestion(name) for name in names}
     for name, dotted in suggested.items():
         if dotted is not None:
-            assert resolve(torch, dotted) is not None, name
+            api = lookup(name)
+            assert api is not None
+            first = since(api, dotted)
+            assert resolves(torch, needed(name, dotted)) == (first <= installed), (name, first)
+            if first <= installed:  # (what a project targeting the installed torch is told)
+                assert suggestion(name, installed) == dotted, name
     # The ones the issue found wrong have no portable equivalent; the shared ones keep theirs.
     for name in (
         "torch.cuda.profiler.start",
@@ -98,21 +171,25 @@ def messages(source: str, *codes: str) -> list[str]:
     return [v.message for v in lint(textwrap.dedent(source), *codes)]
 
 
+def explained(source: str, *codes: str) -> list[str]:
+    """Each finding's message and detail, as `--output-format full` shows them."""
+    return [f"{v.message}\n{v.detail}" for v in lint(textwrap.dedent(source), *codes)]
+
+
 def test_a_device_name_built_over_lines_is_suggested_on_one_line():
-    """A message is one line (the concise format, editors and CI annotations show one): the
-    suggested code of a name built over two lines is written on one, its fix keeps the lines."""
+    """A message and its detail are one line each (the concise format, editors and CI
+    annotations show one): the suggested code of a name built over two lines is written on one,
+    its fix keeps the lines."""
     source = "def f(x, index):\n    return x.to('cuda:{}'.format(\n        index))\n"
     (violation,) = lint(source, "PORT101")
-    assert "\n" not in violation.message
-    assert violation.message.endswith("+ ':{}').format( index)`")
+    assert "\n" not in violation.message and "\n" not in violation.detail
+    assert violation.detail.endswith("+ ':{}').format( index)`.")
     assert violation.fix is not None and "\n" not in violation.fix.message
 
 
 def test_a_name_with_no_portable_equivalent_is_said_to_have_none():
     found = messages("import torch\ntorch.cuda.profiler.start()\n", "PORT409")
-    assert found == [
-        "`torch.cuda.profiler.start` is CUDA-only, and torch has no portable equivalent"
-    ]
+    assert found == ["CUDA-only `torch.cuda.profiler.start`; torch has no portable equivalent"]
 
 
 @pytest.mark.parametrize(
@@ -128,7 +205,7 @@ def test_a_name_with_no_portable_equivalent_is_said_to_have_none():
         ("import torch\nclass M:\n    def __init__(self, device):\n        self.device = device\n"
          "    def g(self, y):\n        return y.cuda()\n", "PORT102", "`.to(self.device)`"),
         ("import torch\ndef f(device):\n    return torch.cuda.get_device_name()\n", "PORT409",
-         "`torch.get_device_module(device).get_device_name`"),
+         "`torch.get_device_module(device)`'s"),
         ("import torch\ndef f():\n    return torch.cuda.get_device_name()\n", "PORT409",
          "`torch.get_device_module().get_device_name`"),
         ("def fast(hidden):\n    return hidden.is_cuda\n", "PORT409", "`hidden.device.type`"),
@@ -138,7 +215,7 @@ def test_a_name_with_no_portable_equivalent_is_said_to_have_none():
     ],
 )  # fmt: skip
 def test_messages_name_what_is_in_scope(source, code, named):
-    (message,) = messages(source, code)
+    (message,) = explained(source, code)
     assert named in message
     if "worker" not in source:
         assert "worker" not in message
@@ -159,10 +236,13 @@ def test_an_autocast_to_float32_is_said_to_turn_itself_off_elsewhere(source, ref
     of an autocast used to force float32 (fastvideo's `@torch.autocast(device_type="cuda",
     dtype=torch.float32)`)."""
     (message,) = messages(source, "PORT101")
-    assert ("warns and turns itself off" in message) is refused
+    assert ("float32 works on CUDA only" in message) is refused
     assert ("`enabled=False`" in message) is refused
+    (explanation,) = explained(source, "PORT101")
+    assert ("warns and turns itself off" in explanation) is refused
 
 
+@pytest.mark.torch_api
 def test_torch_autocast_refuses_float32_off_cuda():
     """What the message above says, as the installed torch does it, on the CPU."""
     torch = pytest.importorskip("torch")
@@ -171,6 +251,7 @@ def test_torch_autocast_refuses_float32_off_cuda():
         assert not torch.is_autocast_enabled("cpu")
 
 
+@pytest.mark.torch_api
 def test_the_backward_of_a_forward_that_casts_its_inputs_runs_with_autocast_off_on_any_type():
     """Why PORT405 leaves ``@custom_bwd`` beside ``@custom_fwd(cast_inputs=...)`` alone, as the
     installed torch does it on the CPU: the backward (called outside autocast, as torch's docs
@@ -356,6 +437,7 @@ def test_the_portable_stream_context_is_a_stream_switch_inside_a_capture():
     assert [(v.code, v.line) for v in lint(source, "PORT302")] == [("PORT302", 5)]
 
 
+@pytest.mark.torch_api
 @pytest.mark.parametrize(
     ("source", "value"),
     [
@@ -414,6 +496,7 @@ def _run_fixed_init(torch) -> str:
         torch.distributed.destroy_process_group()
 
 
+@pytest.mark.torch_api
 def test_the_nccl_fix_starts_gloo_with_the_installed_torch_where_no_gpu_is_there():
     """Issue #52: on a build without an accelerator (the CPU wheel) and on a CUDA build of a
     machine without a GPU, what ``init_process_group`` gets is Gloo (the build's accelerator
@@ -424,6 +507,7 @@ def test_the_nccl_fix_starts_gloo_with_the_installed_torch_where_no_gpu_is_there
     assert _run_fixed_init(torch) == "gloo"
 
 
+@pytest.mark.torch_api
 def test_the_nccl_fix_starts_gloo_on_a_cuda_build_without_a_gpu_and_nccl_with_one(monkeypatch):
     """A CUDA build on a machine without a GPU, simulated on any build: its accelerator is CUDA
     but none is available (the unfixed `current_accelerator()` form would pick NCCL, which
@@ -448,10 +532,13 @@ def test_a_member_a_later_torch_added_is_suggested_with_that_release_and_not_bef
     """torch 2.14 gave torch.xpu `list_gpu_processes`: the device module's is suggested from
     2.14 on, and a project targeting 2.13 is told there is no portable equivalent."""
     source = "import torch\ndef f():\n    return torch.cuda.list_gpu_processes()\n"
-    (newest,) = messages(source, "PORT409")
-    assert newest.endswith("use `torch.get_device_module().list_gpu_processes` (torch ≥ 2.14)")
-    (older,) = [v.message for v in lint(source, "PORT409", target_torch_version=(2, 13))]
-    assert (
-        older
-        == "`torch.cuda.list_gpu_processes` is CUDA-only, and torch has no portable equivalent"
+    (newest,) = lint(source, "PORT409")
+    assert newest.message.endswith("use `torch.get_device_module()`'s")
+    assert newest.detail.startswith(
+        "`torch.get_device_module().list_gpu_processes` needs torch ≥ 2.14."
     )
+    (older,) = lint(source, "PORT409", target_torch_version=(2, 13))
+    assert older.message == (
+        "CUDA-only `torch.cuda.list_gpu_processes`; torch has no portable equivalent"
+    )
+    assert older.detail.startswith("No torch up to 2.13 has one")

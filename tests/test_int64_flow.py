@@ -89,9 +89,9 @@ def test_the_seed_across_three_modules_is_flagged_at_the_new_tensor_naming_the_k
     assert sorted(found) == [("sampler.py", 9, 19, "PORT201")]
     finding = found["sampler.py", 9, 19, "PORT201"]
     assert finding["confidence"] == "certain"
-    assert finding["message"].endswith(
-        "it is returned by `strict_sample` to `step` (pkg/step.py), and Triton kernel "
-        "`prepare_eagle_inputs_kernel` (pkg/eagle.py:11) needs int32 for `num_sampled_ptr`"
+    assert finding["detail"].startswith(
+        "It is returned by `strict_sample` to `step` (pkg/step.py), and Triton kernel "
+        "`prepare_eagle_inputs_kernel` (pkg/eagle.py:11) needs int32 for `num_sampled_ptr`."
     )
     # The fixed form (upstream's: `dtype=torch.int32`) is silent.
     fixed = SAMPLER.replace("new_empty(n)", "new_empty(n, dtype=torch.int32)")
@@ -111,7 +111,7 @@ def test_the_seed_in_one_module_is_flagged_too(tmp_path):
     assert [key[3] for key in found] == ["PORT201"]
     (finding,) = found.values()
     assert finding["confidence"] == "certain"
-    assert "it is returned by `strict_sample` to `step` (pkg/one.py)" in finding["message"]
+    assert finding["detail"].startswith("It is returned by `strict_sample` to `step` (pkg/one.py)")
 
 
 def test_a_returned_tensor_whose_callers_cannot_all_be_seen_is_likely_and_says_where_it_went(
@@ -130,10 +130,10 @@ def test_a_returned_tensor_whose_callers_cannot_all_be_seen_is_likely_and_says_w
         assert sorted(found) == [("sampler.py", 9, 19, "PORT201")], step
         finding = found["sampler.py", 9, 19, "PORT201"]
         assert finding["confidence"] == "likely"
-        assert finding["message"].endswith(
-            "it reaches Triton kernel `strict_rejection_kernel` and is returned by "
+        assert finding["detail"].startswith(
+            "It reaches Triton kernel `strict_rejection_kernel` and is returned by "
             "`strict_sample`: portlint cannot see every use of it after that; check that each "
-            "takes int64"
+            "takes int64."
         )
 
 
@@ -174,19 +174,19 @@ def test_a_tensor_stored_on_self_reaches_the_kernels_of_the_methods_that_read_it
     assert sorted(found) == [("sampler.py", 11, 28, "PORT201")]
     finding = found["sampler.py", 11, 28, "PORT201"]
     assert finding["confidence"] == "certain"
-    assert finding["message"].endswith(
-        "it is stored in `self.num_sampled`, which `Sampler.prepare` reads, and Triton kernel "
-        "`prepare_eagle_inputs_kernel` (pkg/eagle.py:11) needs int32 for `num_sampled_ptr`"
+    assert finding["detail"].startswith(
+        "It is stored in `self.num_sampled`, which `Sampler.prepare` reads, and Triton kernel "
+        "`prepare_eagle_inputs_kernel` (pkg/eagle.py:11) needs int32 for `num_sampled_ptr`."
     )
     # Read by no method of its class (so by someone else): likely, saying where it went.
     unread = STORED.split("    def prepare")[0]
     (tmp_path / "pkg" / "sampler.py").write_text(unread)
     (finding,) = _findings(tmp_path).values()
     assert finding["confidence"] == "likely"
-    assert finding["message"].endswith(
-        "it reaches Triton kernel `strict_rejection_kernel` and is stored in `self.num_sampled` "
+    assert finding["detail"].startswith(
+        "It reaches Triton kernel `strict_rejection_kernel` and is stored in `self.num_sampled` "
         "by `Sampler.sample`: portlint cannot see every use of it after that; check that each "
-        "takes int64"
+        "takes int64."
     )
     # Read by another method that takes any width: silent.
     summed = STORED.replace(

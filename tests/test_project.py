@@ -612,14 +612,15 @@ def test_the_seed_across_two_modules_is_flagged_at_the_new_tensor_and_at_the_lau
     found = {(item["code"], item["location"]["row"]): item for item in json.loads(result.stdout)}
     assert sorted(found) == [("PORT201", 8), ("PORT202", 10)]
     launch = found["PORT202", 10]
-    assert launch["message"].startswith(
-        "Triton kernel `prepare_kernel` needs int32 for `num_rejected_ptr`: `i` meets an int32 "
-        "value at pkg/kernels.py:11"
+    assert launch["message"] == (
+        "Triton kernel `prepare_kernel` needs int32 for `num_rejected_ptr`; give this tensor "
+        "`dtype=torch.int32`"
     )
+    assert "`i` meets an int32 value at pkg/kernels.py:11" in launch["detail"]
     assert launch["location"]["column"] == len(f"    {kernel}[(num_reqs,)](query_lens, ") + 1
-    assert found["PORT201", 8]["message"].endswith(
-        "; it reaches Triton kernel `prepare_kernel` (pkg/kernels.py:11), which needs int32 for "
-        "`num_rejected_ptr`"
+    assert found["PORT201", 8]["detail"].startswith(
+        "It reaches Triton kernel `prepare_kernel` (pkg/kernels.py:11), which needs int32 for "
+        "`num_rejected_ptr`."
     )
     # The fixed form is silent.
     fixed = sampler.replace("new_empty(num_reqs)", "new_empty(num_reqs, dtype=torch.int32)")
@@ -657,9 +658,11 @@ def test_a_new_tensor_given_to_a_wrapper_that_launches_the_kernel_reaches_it(tmp
     found = _findings(tmp_path, "--no-cache")
     # `num_rejected` reaches the kernel through `prepare`; `kept` goes only to torch's `sum`.
     assert [line.split(" ")[:2] for line in found] == [["pkg/sampler.py:8:20:", "PORT201"]]
-    assert found[0].endswith(
-        "it is given to `prepare`, and Triton kernel `prepare_kernel` (pkg/kernels.py:11) needs "
-        "int32 for `num_rejected_ptr`"
+    result = run_cli("check", "pkg", "--output-format", "json", "--no-cache", cwd=tmp_path)
+    (finding,) = json.loads(result.stdout)
+    assert finding["detail"].startswith(
+        "It is given to `prepare`, and Triton kernel `prepare_kernel` (pkg/kernels.py:11) needs "
+        "int32 for `num_rejected_ptr`."
     )
 
 

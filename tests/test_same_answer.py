@@ -6,7 +6,7 @@ library through another) is linted with every output format, warm, after each ki
 each module a finding depends on, after a change of settings, after a file is touched, and after
 each kind of damage to each file of the cache, one process and a pool; each answer must be the
 cold (``--no-cache``) answer of that state, finding for finding (file, line, code; and with JSON,
-the message and confidence too).
+the message, detail and confidence too).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def _relative(root: Path, path: str) -> str:
 
 def found(root: Path, output: str, *args: str) -> set[tuple]:
     """The findings of ``portlint check pkg`` in ``output`` format, as (file, line, code) (with
-    JSON, the message and the confidence too)."""
+    JSON, the message, the detail and the confidence too)."""
     result = run_cli("check", "pkg", "--output-format", output, "-q", *args, cwd=root)
     assert result.returncode in (0, 1), (output, args, result.stdout + result.stderr)
     text = result.stdout
@@ -60,7 +60,7 @@ def found(root: Path, output: str, *args: str) -> set[tuple]:
         items = json.loads(text) if output == "json" else [json.loads(x) for x in text.splitlines()]
         return {
             (_relative(root, i["filename"]), i["location"]["row"], i["code"])
-            + ((i["message"], i["confidence"]) if output == "json" else ())
+            + ((i["message"], i["detail"], i["confidence"]) if output == "json" else ())
             for i in items
         }
     if output == "github":

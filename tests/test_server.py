@@ -301,6 +301,13 @@ def test_hover_shows_the_rule_docs_of_a_code_in_a_noqa_comment_and_of_a_finding(
         )
         on_finding = await editor.hover(6, 10)
         assert on_finding is not None and documentation in on_finding
+        # On a finding, its message and its detail come first (the diagnostic's message is short).
+        (synchronize,) = found
+        detail = "`torch.accelerator.synchronize` needs torch ≥ 2.6."
+        assert synchronize.message.endswith("`torch.accelerator.synchronize`")
+        assert on_finding.startswith(
+            f"**PORT401** (cuda-device-api)\n\n{synchronize.message}\n\n{detail}\n\n"
+        )
         assert await editor.hover(4, editor.text.splitlines()[4].index("E501")) is None
         assert await editor.hover(1, 0) is None
 

@@ -40,6 +40,7 @@ from portlint.cuda_api import (
     DISTRIBUTED,
     IS_CUDA,
     MEMBERS,
+    NEWEST_KNOWN,
     CudaApi,
     format_version,
     lookup,
@@ -47,7 +48,7 @@ from portlint.cuda_api import (
     suggestion,
 )
 from portlint.evidence import CUDA_REFERENCE
-from portlint.findings import Fix
+from portlint.findings import MESSAGE_WIDTH, Fix
 from portlint.fix import Rewrite
 from portlint.rule import Quiet, Rule
 
@@ -297,10 +298,9 @@ class CudaApiRule(Rule):
             if target is not None and target < reference.api.since:
                 continue
             quiet = _same_object(reference, node) or self.redundant(reference, node)
-            device = message_device(self, node)
-            message = self.message(reference, device, node)
+            message, detail = self.message(reference, message_device(self, node), node)
             fix = self._fix(reference, node) if quiet is None else None
-            self.report(node, message, fix=fix, quiet=quiet)
+            self.report(node, message, fix=fix, quiet=quiet, detail=detail)
 
     def redundant(self, reference: CudaReference, node: cst.CSTNode) -> Quiet:
         """Where the reference (at ``node``) does nothing that its surroundings have not done
@@ -308,22 +308,34 @@ class CudaApiRule(Rule):
         what does it."""
         return None
 
-    def message(self, reference: CudaReference, device: ScopeDevice, node: cst.CSTNode) -> str:
-        """What to use instead, with the device in scope where the replacement takes one."""
+    def message(
+        self, reference: CudaReference, device: ScopeDevice, node: cst.CSTNode
+    ) -> tuple[str, str]:
+        """What to use instead, with the device in scope where the replacement takes one; and,
+        as the detail, the torch release that added it and its caveat."""
         api, name = reference.api, reference.qualified
         target = self.settings.target_torch_version
         suggested = suggestion(name, target) if name.startswith("torch.cuda") else api.replacement
         if suggested is None:
-            return f"`{name}` is CUDA-only, and torch has no portable equivalent"
-        first = since(api, suggested)
+            return f"CUDA-only `{name}`; torch has no portable equivalent", (
+                f"No torch up to {format_version(target or NEWEST_KNOWN)} has one: keep it where "
+                "only CUDA runs it (behind a check of the device, or in `cuda-only-paths`)."
+            )
         replacement = suggested.replace(DEVICE_MODULE, device_module(device, fix=False))
         if api.family == DISTRIBUTED:
-            name, replacement = 'backend="nccl"', f"{replacement}({backend_device(device, False)})"
-        if api is IS_CUDA and isinstance(node, cst.Attribute):  # the tensor's own name
-            replacement = f"{cst.Module([]).code_for_node(node.value)}.device.type"
-        replacement = api.usage or f"`{replacement}`"
-        text = f"`{name}` is CUDA-only; use {replacement} (torch ≥ {format_version(first)})"
-        return f"{text}: {api.note}" if api.note else text
+            name, called = 'backend="nccl"', f"{replacement}({backend_device(device, False)})"
+        elif api is IS_CUDA and isinstance(node, cst.Attribute):  # the tensor's own name
+            replacement = called = f"{cst.Module([]).code_for_node(node.value)}.device.type"
+        else:
+            called = replacement
+        named = api.usage or f"`{replacement}`"
+        message = f"CUDA-only `{name}`; use {named}"
+        owner, _, member = replacement.rpartition(".")
+        if len(message) > MESSAGE_WIDTH and member == name.rpartition(".")[2] and not api.usage:
+            message = f"CUDA-only `{name}`; use `{owner}`'s"  # (its member of the same name)
+        first = format_version(since(api, suggested))
+        note = f" {api.note[:1].upper()}{api.note[1:]}." if api.note else ""
+        return message, f"{api.usage or f'`{called}`'} needs torch ≥ {first}.{note}"
 
     def _fix(self, reference: CudaReference, node: cst.CSTNode) -> Fix | None:
         api, call = reference.api, reference.call

@@ -5,7 +5,7 @@ cumulative sum are int64 on purpose). It is one where something needs int32 (iss
 
 - ``PORT202`` stands where the launched kernel's contract (:mod:`portlint.index.kernels`) needs
   int32 for the parameter the tensor is given to, wherever in the project the kernel is defined;
-  the message names the kernel's line that needs it. A kernel that takes any width, or one the
+  the finding's detail names the kernel's line that needs it. A kernel that takes any width, or one the
   project does not define, is given the tensor silently.
 - ``PORT201`` (a ``new_*`` inheriting int64) stands where the new tensor reaches such a kernel
   parameter, or where an int32 tensor of its own function consumes it (a comparison); otherwise
@@ -69,8 +69,8 @@ def refine(project: Project, violations: list[Violation]) -> list[Violation]:
         if consumer is None or consumer[1] != "certain":
             consumer = _returned(project, violation) or _stored(project, violation) or consumer
         if consumer is not None:
-            message = f"{violation.message}; {consumer[0]}"
-            standing.append(dataclasses.replace(violation, message=message, confidence=consumer[1]))
+            detail = f"{consumer[0][0].upper()}{consumer[0][1:]}. {violation.detail}"
+            standing.append(dataclasses.replace(violation, detail=detail, confidence=consumer[1]))
     return standing
 
 
@@ -96,17 +96,17 @@ def _into_kernel(
         return None  # the kernel takes any integer width there
     variable, need_line = need
     place = f"{project.shown(path)}:{need_line}"
-    message = (
-        f"Triton kernel `{name}` needs int32 for `{parameter}`: `{variable}` meets an int32 value "
-        f"at {place}, and Triton refuses a variable whose type changes; it gets an implicitly "
-        f"int64 tensor: {description}; give it `dtype=torch.int32`"
+    message = f"Triton kernel `{name}` needs int32 for `{parameter}`; give this tensor `dtype=torch.int32`"
+    detail = (
+        f"It is implicitly int64: {description}. `{variable}` meets an int32 value at {place}, "
+        "and Triton refuses a variable whose type changes."
     )
     for ancestor_line, ancestor_col in ancestry:
         consumer = (
             f"it reaches Triton kernel `{name}` ({place}), which needs int32 for `{parameter}`"
         )
         reached.setdefault((violation.path, ancestor_line, ancestor_col), (consumer, "certain"))
-    return dataclasses.replace(violation, message=message, confidence="certain")
+    return dataclasses.replace(violation, message=message, detail=detail, confidence="certain")
 
 
 def _consumer(project: Project, violation: Violation) -> tuple[str, str] | None:

@@ -44,6 +44,18 @@ MOCK_MAKERS = frozenset({
 MOCK_ANSWERS = frozenset({"return_value", "side_effect"})
 # torch's mode whose tensors are fake (`torch._subclasses.fake_tensor.FakeTensorMode`).
 FAKE_MODE = "FakeTensorMode"
+# Why a device named CUDA is a finding: the detail of each.
+OFF_CUDA = (
+    "Off NVIDIA and AMD GPUs (on XPU, NPU, MPS or the CPU) it fails, or puts tensors where the"
+    " rest of the program is not."
+)
+# Why a device type named CUDA is a finding (an autocast's, a generator's).
+TYPE_OFF_CUDA = (
+    "Off NVIDIA and AMD GPUs (on XPU, NPU, MPS or the CPU) it acts for CUDA, not for the device"
+    " in use."
+)
+# The message of a device named CUDA with an index: the index is kept, the type replaced.
+INDEX_KEPT = "hardcodes CUDA; keep the index, use the device type in use"
 
 
 class HardcodedCudaDevice(Rule):
@@ -376,27 +388,42 @@ class HardcodedCudaDevice(Rule):
         indexed = self._indexed(literal)
         if index is not None:
             new_type = cst.parse_expression(device_type(default_device(self)))
-            fix, suggested = self._fix(literal, new_type), code_of(new_type)
+            fix = self._fix(literal, new_type)
+            message = f"`torch.device` {INDEX_KEPT}"
+            detail = f"The type of the device in use: `{code_of(new_type)}`."
         elif indexed is not None:
             old = node if isinstance(literal, cst.SimpleString) else literal
-            fix, suggested = self._fix(old, indexed), code_of(indexed)
+            fix = self._fix(old, indexed)
+            message, detail = f"`torch.device` {INDEX_KEPT}", _index_kept(indexed)
         else:
             device = fix_device(self, node)
             fix = self._fix(node, cst.parse_expression(device.as_device()))
             suggested = message_device(self, node).as_device()
-        message = f"`torch.device` hardcodes CUDA; use `{suggested}`"
-        self.report(node, message, fix=fix, quiet=quiet)
+            message = f"`torch.device` hardcodes CUDA; use `{suggested}`"
+            detail = self._in_scope(node, suggested)
+        self.report(node, message, fix=fix, quiet=quiet, detail=f"{OFF_CUDA} {detail}")
 
     def _device_string(self, literal: cst.BaseExpression, what: str, quiet: Quiet) -> None:
         """A CUDA device string given as a device: ``device="cuda"``, ``.to("cuda:1")``."""
         indexed = self._indexed(literal)
         if indexed is not None:
             fix = self._fix(literal, indexed)
-            suggested = code_of(indexed)
+            message, detail = f"{what} {INDEX_KEPT}", f"{OFF_CUDA} {_index_kept(indexed)}"
         else:
             fix = self._fix(literal, cst.parse_expression(fix_device(self, literal).expression))
             suggested = message_device(self, literal).expression
-        self.report(literal, f"{what} hardcodes CUDA; use `{suggested}`", fix=fix, quiet=quiet)
+            message = f"{what} hardcodes CUDA; use `{suggested}`"
+            detail = f"{OFF_CUDA} {self._in_scope(literal, suggested)}"
+        self.report(literal, message, fix=fix, quiet=quiet, detail=detail)
+
+    def _in_scope(self, node: cst.CSTNode, suggested: str) -> str:
+        """Where the device suggested at ``node`` comes from, and whether the fix uses it."""
+        device = message_device(self, node)
+        if device == default_device(self):
+            return "No device is in scope here."
+        if not device.fixable:
+            return f"`{suggested}` is a tensor's device, maybe the CPU: the fix does not use it."
+        return f"`{suggested}` is the device in scope."
 
     def _mock_data(self, node: cst.CSTNode) -> Quiet:
         """Where ``node`` (a call) is, or gives, data for a test double (:data:`MOCK_MAKERS`,
@@ -541,18 +568,20 @@ class HardcodedCudaDevice(Rule):
         if not device_type_arg and resolves_to(self, node.func, DEVICE_TYPE_FIRST):
             device_type_arg = positional(node, 0)
         if device_type_arg and is_cuda_device_literal(device_type_arg.value):
-            callee = dotted_name(node.func) or "the call"
-            message = (
-                f"`{callee}` is given the CUDA device type by name; pass the type of the device "
-                f"in use (`{device_type(message_device(self, node))}`)"
-            )
+            callee = f"`{dotted_name(node.func)}`" if dotted_name(node.func) else "the call"
+            kind = f"The type of the device in use: `{device_type(message_device(self, node))}`."
+            message = f'{callee} hardcodes `"cuda"`; pass the device type in use'
+            detail = f"{TYPE_OFF_CUDA} {kind}"
             if resolves_to(self, node.func, AUTOCASTS) and _to_float32(node):
-                message += (
-                    ", but off CUDA an autocast to float32 warns and turns itself off: to compute"
-                    " in float32 on every device, turn autocast off (`enabled=False`) and cast"
-                    " the inputs with `.float()`"
+                message = (
+                    f"{callee} to float32 works on CUDA only; use `enabled=False` and `.float()`"
                 )
-            self.report(device_type_arg.value, message, quiet=quiet)
+                detail = (
+                    "Off CUDA an autocast to float32 warns and turns itself off: to compute in"
+                    " float32 on every device, turn autocast off (`enabled=False`) and cast the"
+                    f" inputs with `.float()`. {kind}"
+                )
+            self.report(device_type_arg.value, message, quiet=quiet, detail=detail)
 
     def _type_compared(self, node: cst.Call) -> bool:
         """``torch.device("cuda").type == t``: the string ``"cuda"``, compared (a test, as
@@ -576,10 +605,11 @@ class HardcodedCudaDevice(Rule):
             unread = body is not None and not _reads(body, node.name.value)
             self.report(
                 default,
-                f"parameter `{node.name.value}` defaults to CUDA: every caller that leaves it out "
-                "runs on CUDA; default to None and take the device in use",
+                f"parameter `{node.name.value}` defaults to CUDA; default to None and take the "
+                "device in use",
                 confidence="likely",
                 quiet=(f"the function never reads `{node.name.value}`", node) if unread else None,
+                detail="Every caller that leaves it out runs on CUDA.",
             )
 
 
@@ -624,6 +654,10 @@ def _to_float32(node: cst.Call) -> bool:
     """``torch.autocast(..., dtype=torch.float32)``: an autocast that forces float32."""
     dtype = argument(node, "dtype", 1)
     return dtype is not None and dotted_name(dtype.value) in FLOAT32
+
+
+def _index_kept(indexed: cst.BaseExpression) -> str:
+    return f"With the type of the device in use: `{code_of(indexed)}`."
 
 
 def _test_double(what: str, node: cst.CSTNode) -> Quiet:

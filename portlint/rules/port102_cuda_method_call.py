@@ -139,6 +139,7 @@ class CudaMethodCall(Rule):
             f"`.cuda()` moves to CUDA by name; use `.to({suggested})`",
             start=node.func.attr,
             fix=fix,
+            detail="`.cuda()` exists only for CUDA (and ROCm): on XPU, NPU, MPS or CPU it raises.",
         )
 
     def _of_own_class(self, node: cst.Call, receiver: cst.BaseExpression) -> bool:

@@ -69,7 +69,8 @@ class NewTensorInheritsInt64(Rule):
     kernel there that needs int32 makes the finding certain, naming the caller or the method;
     where it reached a kernel before it left and not every use after can be seen (no caller in
     the project, a use that cannot be followed, no other method reading the attribute), it is
-    likely, saying where it went. The message names the tensor the dtype comes from and the consumer. Inherited int64
+    likely, saying where it went. The message names the tensor the dtype comes from; its detail, how
+    that tensor is int64 and the consumer. Inherited int64
     that nothing needing int32 consumes is what the code works with, and is not reported; nor
     where the int64 is evidently meant: the new tensor holds the same kind of values as its
     source (`lookback_token_ids = input_ids.new_full(...)`), or is joined to it
@@ -244,15 +245,16 @@ class NewTensorInheritsInt64(Rule):
         explicit = node.with_changes(args=[*node.args, parsed.args[0]])
         rewrite = Rewrite(replace={id(node): explicit}, imports={"torch"})
         message = (
-            f"`.{node.func.attr.value}()` without `dtype=` inherits int64 from {describe(origin)}; "
-            "pass `dtype=` explicitly (kernels that take counts and indices usually expect "
-            "`torch.int32`)"
+            f"`.{node.func.attr.value}()` without `dtype=` inherits int64 from `{origin.name}` "
+            f"(line {origin.line}); pass `dtype=`"
         )
         if context is not None and context[1]:
             self.context.notes.setdefault(CONSUMER_NOTES, []).append([node, context[0]])
         self.report(
             node, message, confidence="likely",
             fix=self.build_fix(rewrite, UNSAFE, f"Pass `dtype={dtype}`"),
+            detail=f"Its source: {describe(origin)}. Kernels that take counts and indices usually "
+            "expect `torch.int32`.",
         )  # fmt: skip
 
     def visit_Return(self, node: cst.Return) -> None:

@@ -25,7 +25,7 @@ class ImplicitInt64IntoTriton(Rule):
     `__init__`). Its contract is read from its body: a pointer parameter needs int32 where a
     value loaded through it meets an int32 value (a literal, `tl.program_id`, `tl.arange`, an
     integer parameter) where Triton merges types — an `if` that rebinds it, a loop that carries
-    it. The message names the kernel's line that needs int32. A kernel that takes any width
+    it. The finding's detail names the kernel's line that needs int32. A kernel that takes any width
     there (it loads and stores, compares, casts with `.to(...)`), or one portlint cannot see, is
     given the tensor silently; so is a tensor made int64 on purpose (`dtype=torch.int64`,
     `.long()`).
@@ -160,9 +160,9 @@ class ImplicitInt64IntoTriton(Rule):
             notes.append([arg.value, sorted(names), where, chain, describe(origin)])
             self.report(
                 arg.value,
-                f"Triton kernel `{kernel}` gets an implicitly int64 tensor: {describe(origin)}; "
-                "give it an explicit `dtype=` (usually `torch.int32`)",
+                f"Triton kernel `{kernel}` gets an implicitly int64 tensor; give it `dtype=`",
                 confidence="likely",
+                detail=f"The tensor: {describe(origin)}. Kernels usually take `torch.int32` there.",
             )
 
 

@@ -15,10 +15,15 @@ from portlint.evidence import CAPTURE
 from portlint.findings import Fix
 from portlint.rule import Invalid, Rule
 
+# Why a capture on a stream the warm-up did not run on fails: the end of each finding's detail.
+WHY = (
+    "Per-stream state made lazily (cuBLAS's workspace, hipBLASLt's handles) is then made during"
+    " the capture: on ROCm the capture fails."
+)
 # Why a capture of code that runs no matrix multiply is only `likely` to fail.
 NO_BLAS = (
-    " (likely, not certain: the captured code runs no matrix multiply, and the per-stream state"
-    " made lazily is the BLAS handle's)"
+    " Likely, not certain: the captured code runs no matrix multiply, and the per-stream state"
+    " made lazily is the BLAS handle's."
 )
 
 
@@ -326,12 +331,19 @@ class CaptureStreamNotWarmed(WarmupRule):
                 self._check_recorded(frame, capture, earlier[-1])
 
     def _flag(
-        self, capture: Capture, message: str, confidence: str = "certain", fix: Fix | None = None
+        self,
+        capture: Capture,
+        message: str,
+        detail: str,
+        confidence: str = "certain",
+        fix: Fix | None = None,
     ) -> None:
-        """Report ``capture``: at most `likely` where the captured code runs no matrix multiply."""
+        """Report ``capture`` (``detail``: what happened, before :data:`WHY`): at most `likely`
+        where the captured code runs no matrix multiply."""
+        detail = f"{detail} {WHY}"
         if not may_multiply(self, capture.region.body):
-            message, confidence = message + NO_BLAS, "likely"
-        self.report(capture.region.call, message, confidence=confidence, fix=fix)
+            detail, confidence = detail + NO_BLAS, "likely"
+        self.report(capture.region.call, message, confidence=confidence, fix=fix, detail=detail)
 
     def _check_recorded(self, frame: Frame, capture: Capture, recorded: CallSite) -> None:
         """A capture whose only earlier runs of its code are inside earlier captures: unwarmed.
@@ -343,9 +355,11 @@ class CaptureStreamNotWarmed(WarmupRule):
             b.source is not None for b in frame.bindings.get(key or "", [])
         )
         assert recorded.region is not None  # (a recorded call is in a capture)
+        line = self._start(recorded.region.call)[0]
         self._flag(
             capture,
-            f"`{recorded.callee}` ran before this capture only inside the capture at line {self._start(recorded.region.call)[0]}, which records it and runs nothing; warm up on the capture stream before capturing",
+            f"`{recorded.callee}` ran earlier only inside the capture at line {line}; warm up on the capture stream",
+            "That capture records it and runs nothing: it warms nothing up.",
             "certain" if made_here else "likely",
         )
 
@@ -358,14 +372,16 @@ class CaptureStreamNotWarmed(WarmupRule):
                 ran = f"under `{other.stream}`" if other.stream else "on the ambient stream"
                 self._flag(
                     capture,
-                    f"`capture_begin()` captures {where}, but the warm-up at line {other.start[0]} ran {ran}; warm up on the stream you capture on",
+                    f"captures on another stream than the warm-up at line {other.start[0]}; warm up on the capture stream",
+                    f"`capture_begin()` captures {where}; the warm-up ran {ran}.",
                 )
             return
         stream = capture.region.stream
         if stream is None or (isinstance(stream, cst.Name) and stream.value == "None"):
             self._flag(
                 capture,
-                f"capture runs on PyTorch's private side stream, but the warm-up at line {line} ran on another stream; fetch the capture stream once before the warm-up and pass `stream=`",
+                f"captures on PyTorch's side stream, not the warm-up's (line {line}); pass a warmed `stream=`",
+                "Without `stream=`, PyTorch captures on a private side stream of its own. Fetch the capture stream once before the warm-up, warm up on it and pass it as `stream=`.",
                 "likely",
                 self._fix(capture, warmups, None),
             )
@@ -374,7 +390,8 @@ class CaptureStreamNotWarmed(WarmupRule):
             if self._source(stream) is not None:
                 self._flag(
                     capture,
-                    f"capture stream is fetched at the capture site, after the warm-up at line {line}; fetch it once before the warm-up, warm up on it and pass it here",
+                    f"capture stream is fetched after the warm-up at line {line}; fetch it before, warm up on it",
+                    "It is fetched at the capture site. Fetch it once before the warm-up, warm up on it and pass it here.",
                     fix=self._fix(capture, warmups, stream),
                 )
             return
@@ -383,10 +400,14 @@ class CaptureStreamNotWarmed(WarmupRule):
         if problem:
             self._flag(
                 capture,
-                f"capture runs on `{key}`, but {problem}; warm up on the stream you capture on",
+                f"captures on `{key}`, which the warm-up at line {problem[0]} did not run on; warm up on it",
+                f"{problem[1]}.",
             )
 
-    def _stream_problem(self, frame: Frame, key: str, warmups: list[CallSite]) -> str | None:
+    def _stream_problem(
+        self, frame: Frame, key: str, warmups: list[CallSite]
+    ) -> tuple[int, str] | None:
+        """The line of a warm-up that did not run on the capture stream ``key``, and why not."""
         if any(warmup.stream == key for warmup in warmups):
             return None  # warmed up under `with torch.cuda.stream(key):`: the state is there
         bindings = frame.bindings.get(key, [])
@@ -394,12 +415,12 @@ class CaptureStreamNotWarmed(WarmupRule):
             line = warmup.start[0]
             if warmup.stream is not None:
                 if warmup.stream != key:
-                    return f"the warm-up at line {line} ran under `{warmup.stream}`"
+                    return line, f"The warm-up ran under `{warmup.stream}`"
                 continue
             before = [b for b in bindings if b.start < warmup.start]
             if not before and bindings:
                 if bindings[-1].source is not None:
-                    return f"it is fetched at line {bindings[-1].start[0]}, after the warm-up at line {line}"
+                    return line, f"It is fetched at line {bindings[-1].start[0]}, after the warm-up"
             elif before and before[-1].source is StreamSource.OTHER:
-                return f"it is not the ambient stream the warm-up at line {line} ran on"
+                return line, "It is not the ambient stream, on which the warm-up ran"
         return None

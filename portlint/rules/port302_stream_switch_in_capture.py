@@ -138,8 +138,11 @@ class StreamSwitchInCapture(Rule):
             return
         self.report(
             node,
-            "switches to another stream inside a graph capture; the work is captured only if that stream forks from and joins back into the capture stream",
+            "switches stream inside a graph capture; fork from the capture stream and join back",
             confidence="likely",
+            detail="The work is captured only if that stream waits on the capture stream first "
+            "and the capture stream joins it before the capture ends; otherwise the capture fails "
+            "or the work runs once, eagerly, and is missing from every replay.",
         )
 
     def visit_With(self, node: cst.With) -> None:
@@ -162,8 +165,10 @@ class StreamSwitchInCapture(Rule):
         elif names & SET_STREAM_FUNCTIONS:
             self.report(
                 node,
-                "sets the current stream inside a graph capture; captured work must stay on the capture stream",
+                "sets the current stream inside a graph capture; keep the work on the capture stream",
                 confidence="likely",
+                detail="Inside a capture the current stream is the capture stream: work sent to "
+                "another is captured only if that stream forks from it and joins it again.",
             )
         elif source := stream_source(
             names, imported_names(self, node.func), self.settings.stream_functions
@@ -174,8 +179,10 @@ class StreamSwitchInCapture(Rule):
             if isinstance(parent, (cst.Arg, cst.Attribute)):
                 self.report(
                     node,
-                    "fetches a stream inside a graph capture and hands it to other work; inside the capture it is the capture's private stream",
+                    "fetches a stream inside a graph capture and hands it on: the capture's private stream",
                     confidence="likely",
+                    detail="Inside the capture the stream fetched is the capture's private one, "
+                    "not the one replays run beside: the work it is handed to is tied to it.",
                 )
 
     def _joins_or_forks(self, node: cst.Call, parent: cst.CSTNode | None) -> bool:

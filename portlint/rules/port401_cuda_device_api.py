@@ -12,7 +12,7 @@ class CudaDeviceApi(CudaApiRule):
     and `get_device_capability`, however they are imported (`import torch as t`,
     `from torch import cuda`, `from torch.cuda import synchronize`). Comments and strings are not
     code and are never reported. Only APIs whose replacement exists in `target-torch-version`
-    are reported; the message names the replacement and the torch release that added it.
+    are reported; the message names the replacement, its detail the torch release that added it.
     Silent inside CUDA-only platform guards and in `cuda-only-paths`.
 
     ## Why is this bad?

@@ -195,8 +195,10 @@ class CudaAmpApi(CudaApiRule):
         imports = {"torch"} if "torch." in cst.Module([]).code_for_node(args[0]) else set()
         rewrite = Rewrite(replace={id(node): node.with_changes(args=args)}, imports=imports)
         fix = self.build_fix(rewrite, UNSAFE, f"Pass the device type, `{kind}`")
-        message = (
-            f"`{code}` given no device is CUDA's (its default): off CUDA it disables itself and "
-            f"float16 gradients go unscaled; pass the device type first, `{kind}`"
+        self.report(
+            node,
+            f"`{code}` without a device is CUDA's; pass the type of the device in use first",
+            fix=fix,
+            detail="CUDA is its default: off CUDA it disables itself and float16 gradients go "
+            f"unscaled. The type of the device in use: `{kind}`.",
         )
-        self.report(node, message, fix=fix)

@@ -7,7 +7,7 @@ class CudaGraphApi(CudaApiRule):
     """CUDA-only graph capture: `torch.cuda.CUDAGraph` and `torch.cuda.graph(...)`.
 
     ## What it does
-    Reports `torch.cuda.CUDAGraph` and `torch.cuda.graph` when `target-torch-version` is 2.13 or
+    Reports `torch.cuda.CUDAGraph` and `torch.cuda.graph` when `target-torch-version` is 2.12 or
     later, where `torch.accelerator.Graph` exists. Silent inside CUDA-only platform guards and in
     `cuda-only-paths`.
 
@@ -38,7 +38,7 @@ class CudaGraphApi(CudaApiRule):
 
     ## References
     - https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs
-    - torch 2.13: `torch.accelerator.Graph`
+    - torch 2.12: `torch.accelerator.Graph`
     """
 
     code = "PORT407"
