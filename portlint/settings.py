@@ -36,6 +36,9 @@ class Settings:
     # Parse only the parts of a file a rule can report on (portlint/speed/cut.py); off for tests
     # that compare, and never used when fixes must carry their edits.
     partial_parse: bool = True
+    # Which account of where code runs silences the device rules: "guards" (the guard analysis,
+    # portlint.analysis.guards) or "flow" (the platform model, portlint.model).
+    platform_model: str = "guards"
 
     def codes_for(self, path: str) -> frozenset[str]:
         """The codes enabled for ``path``: ``per-file-ignores`` and ``cuda-only-paths`` applied."""

@@ -19,13 +19,14 @@ from portlint.analysis.cuda_values import cuda_only_values, guarded_imports, lib
 from portlint.analysis.guards import GuardAnalysis, Silence
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.positions import PositionProvider
-from portlint.analysis.silencing import silence
+from portlint.analysis.silencing import silence, silence_where
 from portlint.analysis.walk import Walk
 from portlint.bounds import TOO_LARGE, python_verdict, too_deep
 from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
 from portlint.fix import FixMaker
 from portlint.index.reading import cuda_questions
+from portlint.model import PlatformModel
 from portlint.platform import (
     ModulePlatform,
     foreign_libraries,
@@ -81,7 +82,7 @@ def lint_parsed(
     }
     visiting = [rule for rule in rules if rule is not UnusedNoqa and shown[rule.evidence]]
     module = None
-    if any(rule.guardable for rule in visiting):
+    if any(rule.guardable for rule in visiting) and settings.platform_model != "flow":
         libraries = foreign_libraries(path, settings.root, settings.cuda_only_imports)
         module = module_platform(path, settings.root, tree, libraries, settings.platform_inferences)
         if module is not None and silenced is None:
@@ -271,6 +272,8 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
         reports = _held_back(job, context.reports, positions)
         return [report.violation(job.path, positions, fixes) for report in reports]
     libraries = foreign_libraries(job.path, settings.root, settings.cuda_only_imports)
+    if settings.platform_model == "flow":
+        return _visit_modelled(job, wrapper, visitors, context, guardable, libraries)
     imported_on_cuda = guarded_imports(job.tree)  # (or None: held only there, as values are)
     guards = GuardAnalysis(
         settings.guard_functions,
@@ -297,6 +300,31 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
             line = positions[reason.node].start.line if reason.node is not None else 0
             if reason.node is None and job.module is not None:
                 line = job.module.line
+            violation = report.violation(job.path, positions)
+            job.silenced.append(Silenced(violation, reason.kind, reason.why, line))
+    fixes = _fix_maker(job, wrapper, positions)
+    return [report.violation(job.path, positions, fixes) for report in kept]
+
+
+def _visit_modelled(
+    job: _Job,
+    wrapper: _Wrapper,
+    visitors: list[cst.BatchableCSTVisitor],
+    context: FileContext,
+    guardable: set[str],
+    libraries: tuple[str, ...],
+) -> list[Violation]:
+    """:func:`_visit`, with the platform model (:mod:`portlint.model`) saying where each
+    finding's code runs."""
+    wrapper.visit_batched(visitors)
+    positions = wrapper.resolve(PositionProvider)
+    parents = wrapper.resolve(ParentProvider)
+    _give_notes(job, context, positions)
+    model = PlatformModel(job.tree, job.source, libraries, job.settings.guard_functions)
+    reports = _held_back(job, context.reports, positions)
+    kept, quiet = silence_where(reports, model, guardable, positions, parents)
+    if job.silenced is not None:
+        for report, reason, line in quiet:
             violation = report.violation(job.path, positions)
             job.silenced.append(Silenced(violation, reason.kind, reason.why, line))
     fixes = _fix_maker(job, wrapper, positions)

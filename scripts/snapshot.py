@@ -1,11 +1,13 @@
 """Every finding and every silenced finding, with its reason, over the fetched corpus releases.
 
-    python scripts/snapshot.py run CORPUS OUT [-j N] [NAME-VERSION ...]
+    python scripts/snapshot.py run CORPUS OUT [-j N] [--config 'KEY = VALUE' ...] [NAME-VERSION ...]
     python scripts/snapshot.py diff OLD NEW [--lines]
-    python scripts/snapshot.py store OUT          # keep OUT as tests/data/snapshot/
+    python scripts/snapshot.py store OUT [--into DIR]   # keep OUT as tests/data/snapshot/
+    python scripts/snapshot.py sample OLD NEW [--n 60] [--seed S]   # changed verdicts to read
 
 ``run`` lints each release of ``CORPUS`` (a folder that ``python scripts/fetch_corpus.py CORPUS``
-filled) once, with no configuration, as ``portlint check PACKAGE --show-silenced`` does from the
+filled) once, with no configuration (but the ``--config`` pairs, as the command line's),
+as ``portlint check PACKAGE --show-silenced`` does from the
 release's folder, the releases in parallel (``-j``, all cores by default), and writes one file a
 release, ``OUT/NAME-VERSION.txt``, sorted, one finding a line::
 
@@ -16,7 +18,9 @@ release, ``OUT/NAME-VERSION.txt``, sorted, one finding a line::
 known-real test (``tests/test_known_real.py``) reads these files; ``diff`` prints what moved
 between two snapshots, by release and by rule or kind of reason (``--lines``: every line).
 ``tests/data/snapshot/`` keeps the snapshot of the code on main, one gzip file a release
-(``store`` writes it): a change's ``diff`` against it shows what the change moves.
+(``store`` writes it): a change's ``diff`` against it shows what the change moves. ``sample``
+draws a seeded sample of the findings whose verdict changed (reported before and silenced
+after, or the reverse), half of each way where there are enough, to be read in their source.
 """
 
 from __future__ import annotations
@@ -33,15 +37,16 @@ from pathlib import Path
 SILENCED = " ~ "
 
 
-def release_lines(root: Path) -> list[str]:
-    """The snapshot lines of the release in ``root`` (linted from there, paths as printed)."""
+def release_lines(root: Path, table: dict | None = None) -> list[str]:
+    """The snapshot lines of the release in ``root`` (linted from there, paths as printed);
+    ``table``: settings laid over (as ``--config 'KEY = VALUE'``)."""
     from portlint.config import Overrides, load_settings
     from portlint.discovery import discover
     from portlint.engine import lint_files
 
     packages = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     os.chdir(root)
-    settings = load_settings(None, Overrides(), root)
+    settings = load_settings(None, Overrides(table=table or {}), root)
     files, _ = discover([Path(p) for p in packages], settings, False)
     found = lint_files(
         files, settings, jobs=1, fix_edits=False, speedups=True, show_silenced=True, project=True
@@ -55,10 +60,10 @@ def release_lines(root: Path) -> list[str]:
     return sorted(set(lines))
 
 
-def _snapshot_one(job: tuple[str, str]) -> tuple[str, float]:
-    root, out = job
+def _snapshot_one(job: tuple[str, str, dict]) -> tuple[str, float]:
+    root, out, table = job
     started = time.perf_counter()
-    lines = release_lines(Path(root))
+    lines = release_lines(Path(root), table)
     Path(out).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     return Path(root).name, time.perf_counter() - started
 
@@ -76,10 +81,12 @@ def releases(corpus: Path, names: list[str] | None = None) -> list[Path]:
     return sorted(found, key=lambda p: -sum(f.stat().st_size for f in p.rglob("*.py")))
 
 
-def run(corpus: Path, out: Path, jobs: int, names: list[str] | None = None) -> None:
+def run(
+    corpus: Path, out: Path, jobs: int, names: list[str] | None = None, table: dict | None = None
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
     todo = [
-        (str(root.resolve()), str((out / f"{root.name}.txt").resolve()))
+        (str(root.resolve()), str((out / f"{root.name}.txt").resolve()), table or {})
         for root in releases(corpus, names)
     ]
     started = time.perf_counter()
@@ -95,15 +102,15 @@ def run(corpus: Path, out: Path, jobs: int, names: list[str] | None = None) -> N
 KEPT = Path(__file__).resolve().parent.parent / "tests" / "data" / "snapshot"
 
 
-def store(snapshot: Path) -> None:
-    """Keep ``snapshot`` as ``tests/data/snapshot/`` (gzip files made the same from the same
-    text: no time or name in their headers)."""
-    KEPT.mkdir(parents=True, exist_ok=True)
-    for old in KEPT.glob("*.txt.gz"):
+def store(snapshot: Path, into: Path = KEPT) -> None:
+    """Keep ``snapshot`` as ``into`` (``tests/data/snapshot/``: main's), gzip files made the same
+    from the same text (no time or name in their headers)."""
+    into.mkdir(parents=True, exist_ok=True)
+    for old in into.glob("*.txt.gz"):
         old.unlink()
     for file in sorted(snapshot.glob("*.txt")):
         data = gzip.compress(file.read_bytes(), compresslevel=9, mtime=0)
-        (KEPT / f"{file.name}.gz").write_bytes(data)
+        (into / f"{file.name}.gz").write_bytes(data)
 
 
 def read_snapshot(folder: Path) -> dict[str, set[str]]:
@@ -149,6 +156,46 @@ def diff(old: Path, new: Path, every_line: bool) -> int:
     return 0
 
 
+def verdicts(lines: set[str]) -> dict[str, str]:
+    """Each finding (``path:line:col CODE``) -> its reason where silenced, else ``""``."""
+    found = {}
+    for line in lines:
+        finding, _, reason = line.partition(SILENCED)
+        found[finding] = reason
+    return found
+
+
+def sample(old: Path, new: Path, n: int, seed: int) -> int:
+    """Print a seeded sample of ``n`` findings whose verdict changed, as TSV rows: release,
+    finding, the verdict before and after (``reported`` or the reason)."""
+    import random
+
+    before, after = read_snapshot(old), read_snapshot(new)
+    ways: dict[str, list[tuple[str, str, str, str]]] = {"silenced": [], "reported": []}
+    for release in sorted(set(before) & set(after)):
+        was, now = verdicts(before[release]), verdicts(after[release])
+        for finding in sorted(set(was) & set(now)):
+            if bool(was[finding]) != bool(now[finding]):
+                way = "silenced" if now[finding] else "reported"
+                row = (release, finding, was[finding] or "reported", now[finding] or "reported")
+                ways[way].append(row)
+    chooser = random.Random(seed)
+    half = n // 2
+    taken = {way: min(len(rows), half) for way, rows in ways.items()}
+    spare = n - sum(taken.values())
+    for way, rows in ways.items():  # (one way short of half: the other gets the rest)
+        extra = min(spare, len(rows) - taken[way])
+        taken[way] += extra
+        spare -= extra
+    print(
+        f"# {len(ways['reported'])} newly reported, {len(ways['silenced'])} newly silenced; seed {seed}"
+    )
+    for way, rows in ways.items():
+        for row in sorted(chooser.sample(rows, taken[way])):
+            print("\t".join(row))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -156,6 +203,7 @@ def main() -> int:
     runs.add_argument("corpus", type=Path)
     runs.add_argument("out", type=Path)
     runs.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    runs.add_argument("--config", action="append", default=[], metavar="'KEY = VALUE'")
     runs.add_argument("releases", nargs="*")
     diffs = verbs.add_parser("diff")
     diffs.add_argument("old", type=Path)
@@ -163,12 +211,25 @@ def main() -> int:
     diffs.add_argument("--lines", action="store_true")
     stores = verbs.add_parser("store")
     stores.add_argument("snapshot", type=Path)
+    stores.add_argument("--into", type=Path, default=KEPT)
+    samples = verbs.add_parser("sample")
+    samples.add_argument("old", type=Path)
+    samples.add_argument("new", type=Path)
+    samples.add_argument("--n", type=int, default=60)
+    samples.add_argument("--seed", type=int, default=20261206)
     args = parser.parse_args()
     if args.verb == "store":
-        store(args.snapshot)
+        store(args.snapshot, args.into)
         return 0
+    if args.verb == "sample":
+        return sample(args.old, args.new, args.n, args.seed)
     if args.verb == "run":
-        run(args.corpus, args.out, args.jobs, args.releases)
+        from portlint.config import inline_table
+
+        table = {
+            key: value for option in args.config for key, value in inline_table(option).items()
+        }
+        run(args.corpus, args.out, args.jobs, args.releases, table)
         return 0
     return diff(args.old, args.new, args.lines)
 

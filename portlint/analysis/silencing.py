@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import libcst as cst
+from libcst.metadata import CodeRange
 
 from portlint.analysis.guards import GuardAnalysis, Silence
 from portlint.analysis.messages import only_reported
+from portlint.model import PlatformModel
 from portlint.rule import Report
 
 # The CUDA-only API family: what makes the code a guard confines CUDA-only.
@@ -70,6 +72,55 @@ def silence(
         else:
             silenced.append((report, reason))
     return _without_duplicates(standing, silenced, guards.parents)
+
+
+def silence_where(
+    reports: list[Report],
+    model: PlatformModel,
+    guardable: set[str],
+    positions: Mapping[cst.CSTNode, CodeRange],
+    parents: Mapping[cst.CSTNode, cst.CSTNode],
+) -> tuple[list[Report], list[tuple[Report, Silence, int]]]:
+    """:func:`silence`, with the platform model saying where each finding's code runs: each
+    silenced report with its reason and the line that gives it. A test of CUDA is silent where
+    the code it decides needs CUDA: a CUDA-only API, or CUDA picked by name, there is silenced
+    by that test's evidence."""
+    placed: list[tuple[Report, list]] = []
+    needed: set[int] = set()
+    for report in reports:
+        evidence = []
+        if report.code in guardable:
+            start = positions[report.start].start
+            evidence = model.where(start.line, start.column + 1)
+            if report.code.startswith((CUDA_API_PREFIX, DEVICE_RULES)):
+                needed.update(e.line for e in evidence)  # (the code there needs CUDA)
+        placed.append((report, evidence))
+    kept: list[Report] = []
+    silenced: list[tuple[Report, Silence, int]] = []
+    for report, evidence in placed:
+        reason, line = None, 0
+        if evidence:
+            reason, line = Silence(evidence[0].kind, evidence[0].why), evidence[0].line
+        elif report.code in guardable and report.code.startswith(CUDA_API_PREFIX):
+            start = positions[report.start].start
+            check = model.check(start.line, start.column + 1, needed)
+            if check is not None:
+                reason, line = Silence(check.kind, check.why), check.line
+        if reason is None and report.code in QUERIES:
+            message = only_reported(report.node, parents)
+            if message is not None:
+                why = "its answer only goes into a message, shown and not acted on: `{code}`"
+                reason, line = (
+                    Silence("message", why, quoted=message),
+                    positions[message].start.line,
+                )
+        if reason is None:
+            kept.append(report)
+        else:
+            silenced.append((report, reason, line))
+    standing, twice = _without_duplicates(kept, [], parents)
+    lines = {id(report): positions[report.node].start.line for report, _ in twice}
+    return standing, [*silenced, *((r, why, lines[id(r)]) for r, why in twice)]
 
 
 def _without_duplicates(

@@ -503,7 +503,20 @@ class Project:
     ) -> list[Violation]:
         """What stands of ``violations`` once the project has spoken: the silences of
         :meth:`silence_all`, then the int64 findings judged by their consumers
-        (:mod:`portlint.index.int64`)."""
+        (:mod:`portlint.index.int64`). With the platform model (``platform-model = "flow"``),
+        of the project's account only the imports of modules that cannot be imported without a
+        CUDA-only library and its rebinds of ``torch.cuda`` attributes are asked (the model has
+        no summaries of functions across modules yet)."""
+        if self.settings.platform_model == "flow":
+            kept = []
+            for violation in violations:
+                reason = self.imported_here(violation.path, violation)
+                reason = reason or self.rebound_here(violation.path, violation)
+                if reason is None:
+                    kept.append(violation)
+                elif silenced is not None:
+                    silenced.append(reason)
+            return refine(self, kept)
         return refine(self, self.silence_all(violations, silenced))
 
     def functions(self, path: str) -> dict[str, Any]:
@@ -556,7 +569,27 @@ class Project:
             start = next(row[1] for row in data["units"] if row[0] == unit[1])
             why = f"every use of `{unit[1]}` in the project runs only on CUDA: {self._named(sites)}"
             return Silenced(violation, "callers", why, start)
-        for line, col, attribute in data["cuda_refs"]:
+        return self.rebound_here(path, violation)
+
+    def imported_here(self, path: str, violation: Violation) -> Silenced | None:
+        """Where ``violation`` is in a module that imports, or follows in its block an import
+        of, a module of the project that cannot be imported without a CUDA-only library."""
+        if violation.code not in GUARDABLE or path not in self.facts:
+            return None
+        needs = self.unimportable.get(self.module_of[path])
+        if needs is not None and needs.via:
+            line = self.facts[needs.path]["imports"][needs.row][1] if needs.row >= 0 else 0
+            return Silenced(violation, "library-import", needs.why(), line)
+        found = self._imported_first(path, violation)
+        return found and Silenced(violation, "library-import", found.why, found.line)
+
+    def rebound_here(self, path: str, violation: Violation) -> Silenced | None:
+        """Where ``violation`` names a ``torch.cuda`` attribute that the project rebinds to its
+        own object (vLLM's XPU runner sets ``torch.cuda.Event = torch.xpu.Event``): it is not
+        torch's CUDA-only API there."""
+        if violation.code not in GUARDABLE or path not in self.facts:
+            return None
+        for line, col, attribute in self.facts[path]["cuda_refs"]:
             if line == violation.line and col == violation.col - 1:
                 found = self.rebound.get(attribute) or self.rebound.get("*")
                 if found:

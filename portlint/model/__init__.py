@@ -1,0 +1,117 @@
+"""One model of where code runs: for each line and column of a module, whether it runs only on
+CUDA (or ROCm), with the evidence, or may run anywhere.
+
+The model reads Python's ``ast`` of the module: one evaluator of conditions
+(:mod:`portlint.model.conditions`), one flow pass per scope (:mod:`portlint.model.flow`), one
+table of recognisers (:mod:`portlint.model.recognisers`), and the summaries of the module's
+functions (cannot return unless on CUDA, answers a test of CUDA, used only in CUDA-only code),
+taken to a fixpoint by passing again while a pass learns something new. The device, API and
+stream rules ask it through :meth:`PlatformModel.where`; it is switched on by the setting
+``platform-model = "flow"`` (the default is still the guard analysis it replaces).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from typing import Any
+
+from portlint.model.conditions import Evidence, bindings_of, resolver
+from portlint.model.flow import Flow
+from portlint.model.places import Check, Region, Summaries
+from portlint.model.recognisers import Recognisers
+
+MAX_PASSES = 4  # (a chain of summaries longer than this is rare; each pass is one walk)
+MAX_QUOTED = 80
+
+
+class ModuleText:
+    """What the passes read of a module: its tree, its text, its names, the settings."""
+
+    def __init__(self, tree: ast.Module, source: str, guard_functions: Iterable[str]) -> None:
+        self.tree = tree
+        self.lines = source.splitlines()
+        self.resolve = resolver(bindings_of(tree))
+        self.guard_functions = frozenset(guard_functions)
+
+    def segment(self, node: Any) -> str:
+        """The code of an expression or a statement on one line, cut short where long."""
+        line, end = node.lineno, node.end_lineno or node.lineno
+        start, stop = node.col_offset, node.end_col_offset or 0
+        if line == end:
+            text = _chars(self.lines[line - 1], start, stop)
+        else:
+            text = " ".join(
+                [_chars(self.lines[line - 1], start, None).strip()]
+                + [self.lines[n].strip() for n in range(line, end - 1)]
+                + [_chars(self.lines[end - 1], 0, stop).strip()]
+            )
+        return text if len(text) <= MAX_QUOTED else text[: MAX_QUOTED - 3].rstrip() + " ..."
+
+
+def _chars(line: str, start: int, stop: int | None) -> str:
+    """The characters of ``line`` between two UTF-8 byte offsets (as ``ast`` counts columns)."""
+    if line.isascii():
+        return line[start:stop]
+    return line.encode()[start:stop].decode(errors="replace")
+
+
+class PlatformModel:
+    """Where each part of a module runs (see the module's docstring)."""
+
+    def __init__(
+        self,
+        tree: ast.Module,
+        source: str,
+        libraries: tuple[str, ...],
+        guard_functions: Iterable[str] = (),
+    ) -> None:
+        self.text = ModuleText(tree, source, guard_functions)
+        recognisers = Recognisers(tree, libraries)
+        summaries = Summaries()
+        for _ in range(MAX_PASSES):
+            flow = Flow(self.text, recognisers, summaries)
+            flow.module()
+            flow.finish()
+            learnt = _learnt(flow.summaries)
+            if learnt == _learnt(summaries):
+                break
+            summaries = flow.summaries
+        self.regions: list[Region] = flow.regions
+        self.checks: list[Check] = flow.checks
+        self.needed: frozenset[int] = frozenset(flow.needed)
+        self.implied: dict[int, frozenset] = flow.implied
+
+    def _point(self, line: int, column: int) -> tuple[int, int]:
+        """A finding's position (1-based, columns in characters) as ``ast`` counts it."""
+        text = self.text.lines[line - 1] if 0 < line <= len(self.text.lines) else ""
+        return line, column - 1 if text.isascii() else len(text[: column - 1].encode())
+
+    def where(self, line: int, column: int) -> list[Evidence]:
+        """The evidence that the code at ``line`` and ``column`` (1-based, in characters, as
+        findings count them) runs only on CUDA: of each region around it, the innermost first;
+        none: it may run anywhere."""
+        point = self._point(line, column)
+        return [
+            r.evidence
+            for r in sorted((r for r in self.regions if r.start <= point < r.end), reverse=True)
+        ]
+
+    def check(self, line: int, column: int, needed: set[int]) -> Evidence | None:
+        """Where the code at ``line`` and ``column`` is a test that confines CUDA-only code:
+        the code each of its tests decides holds something that needs CUDA (``needed``: the
+        lines of the tests whose evidence covers a CUDA-only API; the model adds those that
+        cover a use of a CUDA-only library)."""
+        point = self._point(line, column)
+        needs = needed | self.needed
+        for decided in needed:
+            needs |= self.implied.get(decided, frozenset())
+        for found in sorted((c for c in self.checks if c.start <= point < c.end), reverse=True):
+            if all(test in needs for test in found.lines):
+                return found.evidence
+        return None
+
+
+def _learnt(summaries: Summaries) -> tuple:
+    confined = frozenset(name for name, uses in summaries.uses.items() if uses and None not in uses)
+    return frozenset(summaries.requires), frozenset(summaries.predicates), confined

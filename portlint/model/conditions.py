@@ -1,0 +1,282 @@
+"""The one evaluator of conditions: what a test being true, or being false, says of where the
+code it decides runs.
+
+A condition's :class:`Meaning` is a pair: the evidence that code run where it holds runs only
+on CUDA (or ROCm, whose torch device type is "cuda" too), and the same where it fails. Either may
+be missing: "unknown" is an answer, and most tests have it. The forms are a closed list,
+:data:`FORMS` (each with code it reads and code it does not; ``docs/platform.md`` lists them):
+
+- torch's own queries: ``torch.cuda.is_available()`` and ``is_initialized()``,
+  ``torch.cuda.device_count()`` (true, or compared with a number), ``x.is_cuda``,
+  ``torch.version.cuda`` / ``torch.version.hip`` (true or not ``None``);
+- a comparison with a CUDA device type or a CUDA-only backend, written as a string
+  (``device.type == "cuda"``, ``backend != "nccl"``, ``dev in ("cuda", "hip")``) or as an enum
+  member (``self._enum == PlatformEnum.CUDA``);
+- a platform layer's query: a call of a predicate that asks for CUDA or ROCm by its whole name
+  (``current_platform.is_cuda()``, ``is_rocm()``, ``is_cuda_alike()``,
+  ``is_torch_cuda_available()``) or a name given by ``guard-functions``;
+- a name bound to one of these in the scope or the module (``_is_cuda = is_cuda()``), a
+  function of the module whose every ``return`` is one (:class:`portlint.model.summaries`
+  tells), a value made only under a CUDA condition tested for ``None``;
+- ``not``, ``and``, ``or`` of these.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from portlint.platform import count_says_cuda, dotted, string_says_cuda
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why code runs only on CUDA: the kind (a form or a recogniser of
+    :mod:`portlint.model.recognisers`), what says so, and the line that says so (0: the
+    module's path)."""
+
+    kind: str
+    why: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """Where code that a condition decides runs: ``if_true`` is the evidence that code run where
+    the condition holds runs only on CUDA, ``if_false`` where it fails; None: unknown."""
+
+    if_true: Evidence | None = None
+    if_false: Evidence | None = None
+
+    def negated(self) -> Meaning:
+        return Meaning(self.if_false, self.if_true)
+
+    @property
+    def known(self) -> bool:
+        return self.if_true is not None or self.if_false is not None
+
+
+UNKNOWN = Meaning()
+
+
+@dataclass(frozen=True)
+class Form:
+    """A form of condition the evaluator reads: its kind, a line of documentation, a test that
+    holds only on CUDA in that form and one like it that does not (``tests/test_model.py``
+    puts each before ``torch.cuda.synchronize()``)."""
+
+    kind: str
+    doc: str
+    cuda: str
+    anywhere: str
+
+
+FORMS = (
+    Form("torch-query", "torch's own questions: availability, the device count, `.is_cuda`",
+         "torch.cuda.is_available() and x.is_cuda", "torch.cuda.is_available() or x.is_cpu"),
+    Form("torch-query", "the device count compared with a number",
+         "torch.cuda.device_count() >= 2", "torch.cuda.device_count() < 2"),
+    Form("torch-build", "the build's CUDA or HIP version", "torch.version.hip is not None",
+         "torch.version.hip is None"),
+    Form("device-type", "a comparison with a CUDA device type or CUDA-only backend",
+         "x.device.type == 'cuda'", "x.device.type != 'cuda'"),
+    Form("device-type", "a comparison with an enum member named for CUDA or ROCm",
+         "self._enum == PlatformEnum.ROCM", "self._enum == PlatformEnum.XPU"),
+    Form("platform-query", "a platform layer's question, by its whole name",
+         "current_platform.is_cuda_alike()", "current_platform.is_cuda_graph_enabled()"),
+    Form("torch-query", "`not`, `and` and `or` of these",
+         "not (not torch.cuda.is_available())", "not torch.cuda.is_available()"),
+)  # fmt: skip
+
+# torch.cuda's questions that hold only where CUDA is.
+TORCH_QUERIES = frozenset({"torch.cuda.is_available", "torch.cuda.is_initialized"})
+COUNTS = frozenset({"torch.cuda.device_count"})
+BUILD_ATTRIBUTES = frozenset({"torch.version.cuda", "torch.version.hip"})
+# A predicate's whole name asks for CUDA or ROCm: `is_cuda`, `_is_hip`, `is_cuda_alike`,
+# `is_torch_cuda_available`, `cuda_is_available`, `use_rocm` (not `is_cuda_graph_enabled`).
+PREDICATE = re.compile(
+    r"_*(?:(?:is|use|using|on|has)_(?:torch_)?(?:cuda|rocm|hip|nvidia|cuda_alike)(?:_available)?"
+    r"|(?:torch_)?cuda_(?:is_)?available)",
+    re.IGNORECASE,
+)
+# An enum member that names CUDA or ROCm: `PlatformEnum.CUDA`, `DeviceType.ROCM`.
+ENUM_MEMBERS = frozenset({"CUDA", "ROCM", "HIP"})
+_COUNT_OPERATORS = {
+    ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!=",
+}  # fmt: skip
+_SWAPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "==": "==", "!=": "!="}
+
+
+class Conditions:
+    """Evaluates conditions of one module. ``resolve`` gives a name's qualified name (through
+    the module's imports); ``bound`` gives the meaning a plain name was bound to where it is
+    read (a flag, a value made only on CUDA), or None; ``calls`` gives the meaning of a call
+    of the module's own predicate, or None; ``source`` is the module's text, for the evidence's
+    words."""
+
+    def __init__(
+        self,
+        resolve: Callable[[ast.expr], str | None],
+        bound: Callable[[str], Meaning | None],
+        calls: Callable[[ast.Call], Meaning | None],
+        segment: Callable[[Any], str],
+        guard_functions: frozenset[str] = frozenset(),
+    ) -> None:
+        self.resolve = resolve
+        self.bound = bound
+        self.calls = calls
+        self.segment = segment
+        self.guard_functions = guard_functions
+
+    def meaning(self, test: ast.expr) -> Meaning:
+        """What ``test`` being true or false says of the platform."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.meaning(test.operand).negated()
+        if isinstance(test, ast.BoolOp):
+            return self._boolean(test)
+        if isinstance(test, ast.NamedExpr):
+            return self.meaning(test.value)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            return self._compared(test, test.left, test.ops[0], test.comparators[0])
+        said = self._query(test)
+        if said:
+            return self.holds(test, said)
+        if isinstance(test, ast.Name):
+            return self.bound(test.id) or UNKNOWN
+        if isinstance(test, ast.Attribute) and (dotted(test) or "").count(".") == 1:
+            return self.bound(dotted(test) or "") or UNKNOWN  # `self.alt_stream`
+        if isinstance(test, ast.Call):
+            return self.calls(test) or UNKNOWN
+        return UNKNOWN
+
+    def holds(self, test: ast.expr, kind: str) -> Meaning:
+        """True only on CUDA: ``kind`` of evidence, ``test``'s code as what says so."""
+        return Meaning(if_true=Evidence(kind, f"`{self.segment(test)}`", test.lineno))
+
+    def _boolean(self, test: ast.BoolOp) -> Meaning:
+        parts = [self.meaning(value) for value in test.values]
+        if isinstance(test.op, ast.And):  # true: every part held; false: one failed
+            if_true = next((p.if_true for p in parts if p.if_true), None)
+            if_false = parts[0].if_false if all(p.if_false for p in parts) else None
+        else:  # true: one part held; false: every part failed
+            if_true = parts[0].if_true if all(p.if_true for p in parts) else None
+            if_false = next((p.if_false for p in parts if p.if_false), None)
+        if if_true is not None:
+            if_true = Evidence(if_true.kind, f"`{self.segment(test)}`", test.lineno)
+        if if_false is not None:
+            if_false = Evidence(if_false.kind, f"`{self.segment(test)}`", test.lineno)
+        return Meaning(if_true, if_false)
+
+    def _query(self, test: ast.expr) -> str | None:
+        """The kind of a query that is true only on CUDA, asked as a value or a call."""
+        callee = test.func if isinstance(test, ast.Call) else test
+        name = self.resolve(callee)
+        if name in TORCH_QUERIES and isinstance(test, ast.Call):
+            return "torch-query"
+        if name in COUNTS and isinstance(test, ast.Call):
+            return "torch-query"  # (a count is true where it is not 0)
+        if name in BUILD_ATTRIBUTES and not isinstance(test, ast.Call):
+            return "torch-build"
+        last = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+        if (
+            isinstance(callee, ast.Attribute)
+            and last == "is_cuda"
+            and not isinstance(test, ast.Call)
+        ):
+            return "torch-query"  # a tensor's or a device's `.is_cuda`
+        if isinstance(test, ast.Call) and (
+            PREDICATE.fullmatch(last) or (name or last) in self.guard_functions
+        ):
+            return "platform-query"
+        return None
+
+    def _compared(
+        self, test: ast.Compare, left: ast.expr, op: ast.cmpop, right: ast.expr
+    ) -> Meaning:
+        for one, other in ((left, right), (right, left)):
+            if _names_cuda(one):  # `x.type == "cuda"`, `platform is PlatformEnum.ROCM`
+                if isinstance(op, (ast.Eq, ast.Is)) or (isinstance(op, ast.In) and one is left):
+                    return self.holds(test, "device-type")
+                if isinstance(op, (ast.NotEq, ast.IsNot)) or (
+                    isinstance(op, ast.NotIn) and one is left
+                ):
+                    return self.holds(test, "device-type").negated()
+            if isinstance(one, ast.Constant) and one.value is None:  # `torch.version.hip is None`
+                inner = self.meaning(other)
+                if isinstance(op, ast.IsNot):
+                    return inner
+                if isinstance(op, ast.Is):
+                    return Meaning(None, inner.if_true)
+        if isinstance(op, (ast.In, ast.NotIn)) and _all_cuda(right):
+            meaning = self.holds(test, "device-type")
+            return meaning if isinstance(op, ast.In) else meaning.negated()
+        return self._count(test, left, op, right)
+
+    def _count(self, test: ast.Compare, left: ast.expr, op: ast.cmpop, right: ast.expr) -> Meaning:
+        """``torch.cuda.device_count() >= 2`` holds only on CUDA; ``< 2`` fails only there."""
+        operator = _COUNT_OPERATORS.get(type(op))
+        if operator is not None and isinstance(left, ast.Constant):
+            left, right, operator = right, left, _SWAPPED[operator]
+        number = right.value if isinstance(right, ast.Constant) else None
+        if operator is None or type(number) is not int or not self._is_count(left):
+            return UNKNOWN
+        said = count_says_cuda(operator, number)
+        meaning = self.holds(test, "torch-query") if said else UNKNOWN
+        return meaning.negated() if said == -1 else meaning
+
+    def _is_count(self, node: ast.expr) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        if (
+            dotted(node.func) == "len" and len(node.args) == 1
+        ):  # `len(torch.cuda.default_generators)`
+            return (self.resolve(node.args[0]) or "").startswith("torch.cuda.")
+        return self.resolve(node.func) in COUNTS
+
+
+def _names_cuda(node: ast.expr) -> bool:
+    """A CUDA device type or CUDA-only backend as a string (``"cuda"``, ``"cuda:0"``,
+    ``"nccl"``), or an enum member named for CUDA (``PlatformEnum.CUDA``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return string_says_cuda(node.value)
+    return isinstance(node, ast.Attribute) and node.attr in ENUM_MEMBERS
+
+
+def _all_cuda(node: ast.expr) -> bool:
+    return (
+        isinstance(node, (ast.Tuple, ast.List, ast.Set))
+        and bool(node.elts)
+        and all(_names_cuda(e) for e in node.elts)
+    )
+
+
+def bindings_of(tree: ast.Module) -> Mapping[str, str]:
+    """What the names that the module's imports bind stand for, anywhere in it (``import
+    torch.cuda as tc`` binds ``tc`` to ``torch.cuda``; ``from torch import cuda`` binds
+    ``cuda``). A name the module binds otherwise too is left out."""
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.partition(".")[0]
+                found[local] = alias.name if alias.asname else local
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return found
+
+
+def resolver(bindings: Mapping[str, str]) -> Callable[[ast.expr], str | None]:
+    """The qualified name of a chain of names and attributes, through ``bindings``."""
+
+    def resolve(node: ast.expr) -> str | None:
+        name = dotted(node)
+        if name is None:
+            return None
+        head, dot, rest = name.partition(".")
+        return bindings[head] + dot + rest if head in bindings else name
+
+    return resolve

@@ -1,0 +1,480 @@
+"""One flow pass per scope: where each statement and expression of a module can run.
+
+The pass walks the module once, carrying the evidence that the code it is in runs only on CUDA
+(None: it may run anywhere), and records a :class:`Region` wherever that evidence begins:
+
+- the arms of ``if``/``elif``/``else``, ``while``, ``a if test else b``, ``and``/``or`` and a
+  comprehension's ``if``, by what their test means (:mod:`portlint.model.conditions`);
+- the rest of a block after an early exit unless on CUDA (``if not <CUDA>: return``, ``raise``,
+  ``continue``, ``break``, a skip), an ``assert <CUDA>``, an import of a library that exists only
+  for NVIDIA or AMD GPUs, or a call of a function that cannot return unless on CUDA;
+- what the recognisers of :mod:`portlint.model.recognisers` say of a function, a class or the
+  whole module.
+
+It also records the *checks*: the tests that decide CUDA-only code are what confine it, not uses
+of CUDA, unless the other arm falls back to the CPU (``"cuda" if torch.cuda.is_available() else
+"cpu"``: on any other accelerator the code runs on the CPU, which is the finding).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from typing import TypeVar
+
+from portlint.model.conditions import Conditions, Evidence, Meaning
+from portlint.model.places import (
+    END,
+    FUNCTIONS,
+    NONE,
+    Check,
+    Flag,
+    Region,
+    Scope,
+    Summaries,
+    block_span,
+    falls_back_to_cpu,
+    leaves,
+    span,
+)
+from portlint.platform import TRY_STAR, dotted
+
+T = TypeVar("T")
+
+
+class Flow:
+    """One pass over a module (see the module's docstring): ``module`` reads its text and
+    names, ``recognisers`` say what a definition or a statement shows
+    (:mod:`portlint.model.recognisers`), ``previous`` is what the last pass learnt of the
+    module's functions."""
+
+    def __init__(self, module, recognisers, previous: Summaries) -> None:
+        self.tree: ast.Module = module.tree
+        self.segment = module.segment
+        self.conditions = Conditions(
+            module.resolve, self._bound, self._called, module.segment, module.guard_functions
+        )
+        self.recognisers = recognisers
+        self.previous = previous
+        self.summaries = Summaries()
+        self.regions: list[Region] = []
+        self.checks: list[Check] = []
+        # The lines of tests whose evidence covers a use of a CUDA-only library.
+        self.needed: set[int] = set()
+        # The line of a `callers` evidence -> the lines of the evidence around the uses: where
+        # the function needs CUDA, so does the code that calls it.
+        self.implied: dict[int, frozenset] = {}
+        self.flags: list[Flag] = []
+        self.scope = Scope()
+        self.classes: list[str] = []  # the classes around the code walked
+        self.class_scopes: list[Scope] = []
+        self.nested = False  # (in a function: what it defines is its own)
+        # The class whose method is walked, and its scope (where `self.x` is bound).
+        self.owner: tuple[str, Scope] | None = None
+        self.siblings: list[frozenset[str]] = []  # the names of their methods
+        self.fixtures = frozenset(
+            node.name
+            for node in ast.walk(self.tree)
+            if isinstance(node, FUNCTIONS) and any(_is_fixture(d) for d in node.decorator_list)
+        )
+
+    # --- regions --------------------------------------------------------------------------
+    def mark(self, start: tuple[int, int], end: tuple[int, int], evidence: Evidence) -> None:
+        self.regions.append(Region(start, end, evidence))
+
+    def mark_node(self, node: ast.AST, evidence: Evidence) -> None:
+        self.mark(*span(node), evidence)
+
+    def check(self, test: ast.expr, meaning: Meaning, cuda_arm: list, other_arm: list) -> None:
+        """``test`` decides code by ``meaning``: it is a check, unless the other arm falls back
+        to the CPU (then a CUDA query in it stays a finding); so are the tests that the flags it
+        reads were bound to, where every branch that reads them is a check."""
+        if not meaning.known:
+            return
+        decided = meaning.if_true or meaning.if_false
+        assert decided is not None
+        # (the line of the evidence that the code it decides has: what `needed` holds)
+        read = None if falls_back_to_cpu(cuda_arm, other_arm) else decided.line
+        for node in ast.walk(test):
+            if isinstance(node, ast.Name):
+                flag = self.scope.flag(node.id)
+            elif self._method(node) is not None:
+                flag = self.scope.flag(f"self.{node.attr}")  # type: ignore[attr-defined]
+            elif isinstance(node, ast.Call):
+                for answer in self._summary(node.func, self.previous.answers) or ():
+                    answer.reads.append(read)
+                continue
+            else:
+                continue
+            if flag is not None:
+                flag.reads.append(read)
+        if read is not None:
+            self.checks.append(Check(*span(test), _checked(meaning, test), (read,)))
+
+    def finish(self) -> None:
+        """The flags whose every reading is a check (the module's predicates' answers among
+        them): their tests are checks too."""
+        answers = [flag for flags in self.previous.answers.values() for flag in flags]
+        for flag in [*self.flags, *answers]:
+            lines = tuple(line for line in flag.reads if line is not None)
+            if lines and len(lines) == len(flag.reads):
+                checked = _checked(flag.meaning, flag.value)
+                self.checks.append(Check(*span(flag.value), checked, lines))
+
+    def _bound(self, name: str) -> Meaning | None:
+        return self.scope.lookup(name)
+
+    # --- statements -----------------------------------------------------------------------
+    def module(self) -> None:
+        evidence = self.recognisers.module(self.tree)
+        if evidence is not None:
+            self.mark(span(self.tree.body[0])[0] if self.tree.body else (1, 0), END, evidence)
+        self.block(self.tree.body, evidence, whole=True)
+
+    def block(
+        self, body: list[ast.stmt], place: Evidence | None, whole: bool = False
+    ) -> Evidence | None:
+        """Walk ``body`` under ``place``; the place at its end (where it falls through)."""
+        for index, statement in enumerate(body):
+            after = self.statement(statement, place)
+            if after is not None and place is not None and after.kind.startswith("library"):
+                self.needed.add(place.line)
+            if after is not None and place is None:
+                rest = body[index + 1 :]
+                if whole and after.kind == "library-import":
+                    self.mark(span(body[0])[0], END, after)
+                elif rest:
+                    self.mark(*block_span(rest), after)
+                place = after
+        return place
+
+    def statement(self, node: ast.stmt, place: Evidence | None) -> Evidence | None:
+        """Walk ``node``; the evidence that what follows it in its block runs only on CUDA, where
+        it gives some (an exit unless on CUDA, an ``assert``, an import, a required call)."""
+        if isinstance(node, FUNCTIONS):
+            self.function(node, place)
+            return None
+        if isinstance(node, ast.ClassDef):
+            self.klass(node, place)
+            return None
+        if isinstance(node, ast.If):
+            return self.branch(node, place)
+        if isinstance(node, ast.While):
+            meaning = self.test(node.test, place, node.body, node.orelse)
+            self.arm(node.body, place, meaning.if_true)
+            self.block(node.orelse, place)
+            return None
+        if isinstance(node, ast.Assert):
+            meaning = self.test(node.test, place, [], [node])
+            return meaning.if_true
+        if isinstance(node, (ast.Try, *TRY_STAR)):
+            return self.attempt(node, place)  # type: ignore[arg-type]
+        flag = isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets)
+        self.expressions(node, place, decided=getattr(node, "value", None) if flag else None)
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            self.assigned(node, place)
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            self.arm(node.body, place, self._counted(node.iter, node.body, place))
+            self.block(node.orelse, place)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            self.block(node.body, place)
+        elif isinstance(node, ast.Match):
+            for case in node.cases:
+                self.block(case.body, place)
+        return self.recognisers.after(node, self)
+
+    def branch(self, node: ast.If, place: Evidence | None) -> Evidence | None:
+        meaning = self.test(node.test, place, node.body, node.orelse)
+        self.arm(node.body, place, meaning.if_true)
+        self.arm(node.orelse, place, meaning.if_false)
+        if leaves(node.body) and not (node.orelse and leaves(node.orelse)):
+            return _exit(meaning.if_false)
+        if node.orelse and leaves(node.orelse):
+            return _exit(meaning.if_true)
+        return None
+
+    def arm(self, body: list[ast.stmt], place: Evidence | None, evidence: Evidence | None) -> None:
+        if body and place is None and evidence is not None:
+            self.mark(*block_span(body), evidence)
+        self.block(body, place or evidence)
+
+    def test(
+        self, test: ast.expr, place: Evidence | None, cuda_arm: list, other_arm: list
+    ) -> Meaning:
+        """What a branch's test means; the test recorded as a check where it decides."""
+        self.expressions(test, place, decided=test)
+        meaning = self.conditions.meaning(test)
+        if place is None:
+            arms = (cuda_arm, other_arm) if meaning.if_true else (other_arm, cuda_arm)
+            self.check(test, meaning, *arms)
+        return meaning
+
+    def attempt(self, node: ast.Try, place: Evidence | None) -> Evidence | None:
+        """A ``try``: its body as a block; its ``else`` runs only where the body did not fail, so
+        under what the body's imports said; its handlers and ``finally`` as they are."""
+        after = self.block(node.body, place)
+        self.arm(node.orelse, place, after if place is None else None)
+        for handler in node.handlers:
+            self.block(handler.body, place)
+        self.block(node.finalbody, place)
+        return None
+
+    def function(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef, place: Evidence | None
+    ) -> None:
+        name = ".".join([*self.classes[-1:], node.name])
+        for decorator in node.decorator_list:
+            self.expressions(decorator, place)
+        evidence = place or self.recognisers.definition(node, self, nested=self.nested)
+        if place is None and evidence is not None:
+            self.mark_node(node, evidence)
+        for default in [*node.args.defaults, *node.args.kw_defaults]:
+            if default is not None:
+                self.expressions(default, place)
+        outer, self.scope = self.scope, Scope(self.scope)
+        owner = self.owner
+        if self.classes:
+            self.owner = self.classes[-1], self.class_scopes[-1]
+        classes, self.classes, siblings, self.siblings = self.classes, [], self.siblings, []
+        scopes, self.class_scopes = self.class_scopes, []
+        nested, self.nested = self.nested, True
+        end = self.block(node.body, evidence)
+        self.scope, self.classes, self.siblings = outer, classes, siblings
+        self.class_scopes, self.owner, self.nested = scopes, owner, nested
+        if evidence is None and end is not None:
+            why = f"`{name}` cannot return unless on CUDA: {end.why}"
+            self.summaries.requires[name] = Evidence("requires", why, end.line)
+        self._predicate(name, node)
+
+    def _predicate(self, name: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """Whether every ``return`` of the function is a test that holds only on CUDA."""
+        returns = [r for r in _own(node) if isinstance(r, ast.Return)]
+        if not returns or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own(node)):
+            return
+        meanings = [self.conditions.meaning(r.value) if r.value else Meaning() for r in returns]
+        if all(m.if_true for m in meanings):
+            first = meanings[0].if_true
+            assert first is not None
+            why = f"`{name}()` answers {first.why}"
+            self.summaries.predicates[name] = Evidence("predicate", why, node.lineno)
+            self.summaries.answers[name] = [
+                Flag(r.value, m) for r, m in zip(returns, meanings, strict=True) if r.value
+            ]
+
+    def klass(self, node: ast.ClassDef, place: Evidence | None) -> None:
+        for expression in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
+            self.expressions(expression, place)
+        evidence = place or self.recognisers.definition(node, self)
+        if place is None and evidence is not None:
+            self.mark_node(node, evidence)
+        self.classes.append(node.name)
+        self.siblings.append(frozenset(s.name for s in node.body if isinstance(s, FUNCTIONS)))
+        outer, self.scope = self.scope, Scope(self.scope)
+        self.class_scopes.append(self.scope)
+        self.block(node.body, evidence)
+        self.scope = outer
+        self.classes.pop()
+        self.siblings.pop()
+        self.class_scopes.pop()
+
+    # --- names ------------------------------------------------------------------------------
+    def assigned(
+        self, node: ast.Assign | ast.AnnAssign | ast.AugAssign, place: Evidence | None
+    ) -> None:
+        """A plain name, or an attribute of ``self``, bound: to a test (a flag), to a value made
+        here (on CUDA only or not; ``x if <CUDA> else None`` is made only on CUDA)."""
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = node.value
+        if value is None:
+            return
+        meaning = Meaning()
+        if not isinstance(node, ast.AugAssign):
+            meaning = self.conditions.meaning(value)
+            if isinstance(value, ast.IfExp) and place is None:
+                place = self._made_in_choice(value)
+        for target in targets:
+            name = target.id if isinstance(target, ast.Name) else None
+            scope = self.scope
+            if name is None and self.owner is not None and self._method(target) is not None:
+                name, scope = f"self.{target.attr}", self.owner[1]  # type: ignore[attr-defined]
+            if name is None:
+                continue
+            scope.meanings.pop(name, None)
+            scope.flags.pop(name, None)
+            if meaning.known:
+                scope.meanings[name] = meaning
+                scope.flags[name] = flag = Flag(value, meaning)
+                self.flags.append(flag)
+            elif _is_none(value):
+                scope.made.setdefault(name, NONE)
+            elif place is None:
+                scope.made[name] = None
+            elif scope.made.get(name, NONE) is NONE:
+                why = f"`{name}` is made only under {place.why}"
+                scope.made[name] = Evidence("none-test", why, place.line)
+
+    def _made_in_choice(self, value: ast.IfExp) -> Evidence | None:
+        """Where ``x if <test> else None`` (or the reverse) makes ``x`` only on CUDA: why."""
+        meaning = self.conditions.meaning(value.test)
+        if _is_none(value.orelse):
+            return meaning.if_true
+        return meaning.if_false if _is_none(value.body) else None
+
+    def _called(self, call: ast.Call) -> Meaning | None:
+        found = self._summary(call.func, self.previous.predicates)
+        return Meaning(if_true=found) if found is not None else None
+
+    def _summary(self, callee: ast.expr, table: dict[str, T]) -> T | None:
+        """The entry of ``table`` for a call's callee: a function of the module, or a method of
+        the class around the call (``self.m``)."""
+        if isinstance(callee, ast.Name):
+            return table.get(callee.id)
+        method = self._method(callee)
+        return table.get(method) if method else None
+
+    def _method(self, node: ast.AST) -> str | None:
+        """``Class.name`` for ``self.name`` or ``cls.name`` in a method of ``Class``."""
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+            and self.owner is not None
+        ):
+            return f"{self.owner[0]}.{node.attr}"
+        return None
+
+    def required(self, node: ast.stmt) -> Evidence | None:
+        """A call, as the statement's own value, of a function that cannot return unless on CUDA."""
+        value = getattr(node, "value", None)
+        if isinstance(value, ast.Await):
+            value = value.value
+        if isinstance(value, ast.Call):
+            return self._summary(value.func, self.previous.requires)
+        return None
+
+    # --- expressions ------------------------------------------------------------------------
+    def expressions(
+        self, node: ast.AST, place: Evidence | None, decided: ast.AST | None = None
+    ) -> None:
+        """The conditional parts of the expressions of ``node`` (not of statements in it), and
+        each use of a name of a function of the module. ``decided``: an ``and``/``or`` whose
+        tests are checked as a whole elsewhere (a branch's test, a flag's value)."""
+        pending: list[ast.AST] = (
+            [node] if isinstance(node, ast.expr) else list(_expressions_of(node))
+        )
+        while pending:
+            current = pending.pop()
+            if isinstance(current, ast.Name) and isinstance(current.ctx, ast.Load):
+                self._use(current.id, place)
+            elif (method := self._method(current)) is not None:
+                self._use(method, place)
+            if place is None:
+                if isinstance(current, ast.IfExp):
+                    self._choice(current)
+                elif isinstance(current, ast.BoolOp):
+                    self._boolean(current, current is not decided)
+                elif isinstance(
+                    current, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+                ):
+                    self._comprehension(current)
+            pending.extend(ast.iter_child_nodes(current))
+
+    def _counted(
+        self, iterable: ast.expr, body: list[ast.stmt], place: Evidence | None
+    ) -> Evidence | None:
+        """``range(n)``, where ``n`` is true only on CUDA (``torch.cuda.device_count()``): the
+        loop's body runs only there, and ``n`` is its check."""
+        if not (
+            isinstance(iterable, ast.Call)
+            and dotted(iterable.func) == "range"
+            and len(iterable.args) in (1, 2)
+        ):
+            return None
+        return self.test(iterable.args[-1], place, body, []).if_true
+
+    def _choice(self, node: ast.IfExp) -> None:
+        """``a if test else b``: each arm runs only where the test says."""
+        meaning = self.conditions.meaning(node.test)
+        arms = ([node.body], [node.orelse]) if meaning.if_true else ([node.orelse], [node.body])
+        self.check(node.test, meaning, *arms)
+        for arm, evidence in ((node.body, meaning.if_true), (node.orelse, meaning.if_false)):
+            if evidence is not None:
+                self.mark_node(arm, evidence)
+
+    def _boolean(self, node: ast.BoolOp, checks: bool) -> None:
+        """``a and b``: ``b`` runs only where ``a`` holds; ``a or b``: only where it fails;
+        ``a`` is then a check, where ``checks``."""
+        for index in range(1, len(node.values)):
+            before = node.values[0]
+            if index > 1:  # (the tests before this one, as one, placed where they are)
+                last = node.values[index - 1]
+                before = ast.BoolOp(
+                    node.op, node.values[:index], lineno=node.lineno, col_offset=node.col_offset,
+                    end_lineno=last.end_lineno, end_col_offset=last.end_col_offset,
+                )  # fmt: skip
+            meaning = self.conditions.meaning(before)
+            evidence = meaning.if_true if isinstance(node.op, ast.And) else meaning.if_false
+            if evidence is not None:
+                self.mark(span(node.values[index])[0], span(node)[1], evidence)
+                if checks:
+                    self.check(before, meaning, node.values[index:], [])
+                break
+
+    def _comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+    ) -> None:
+        for generator in node.generators:
+            for condition in generator.ifs:
+                evidence = self.conditions.meaning(condition).if_true
+                if evidence is not None:
+                    results = (
+                        [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+                    )
+                    for result in results:
+                        self.mark_node(result, evidence)
+
+    def _use(self, name: str, place: Evidence | None) -> None:
+        self.summaries.uses.setdefault(name, []).append(place.line if place else None)
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _is_fixture(decorator: ast.expr) -> bool:
+    callee = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (dotted(callee) or "").rsplit(".", 1)[-1] == "fixture"
+
+
+def _checked(meaning: Meaning, test: ast.expr) -> Evidence:
+    decided = meaning.if_true or meaning.if_false
+    assert decided is not None
+    return Evidence("check", f"the check {decided.why} decides CUDA-only code", test.lineno)
+
+
+def _exit(evidence: Evidence | None) -> Evidence | None:
+    """The rest of a block after an exit that leaves where the test said otherwise."""
+    return Evidence("exit", f"an exit unless {evidence.why}", evidence.line) if evidence else None
+
+
+def _expressions_of(statement: ast.AST) -> Iterator[ast.AST]:
+    """The expressions a statement holds itself (not those of the statements in its body)."""
+    for name, value in ast.iter_fields(statement):
+        if name in ("body", "orelse", "finalbody", "handlers", "cases", "decorator_list"):
+            continue
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(
+                item, (ast.expr, ast.withitem, ast.keyword, ast.arguments, ast.comprehension)
+            ):
+                yield item
+
+
+def _own(function: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function's own code, not of the functions and classes it defines."""
+    pending = list(ast.iter_child_nodes(function))
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (*FUNCTIONS, ast.ClassDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))

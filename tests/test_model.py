@@ -1,0 +1,277 @@
+"""The platform model (portlint.model): each form of condition and each recogniser row, with the
+code it keeps silent and the code it does not; the flow pass's shapes; a name alone is never
+evidence; the check is not the finding unless the code falls back to the CPU."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from portlint.catalog import CATALOG
+from portlint.engine import lint_source
+from portlint.facts import CUDA_ONLY_LIBRARIES
+from portlint.findings import Silenced
+from portlint.model import PlatformModel
+from portlint.model.conditions import FORMS
+from portlint.model.recognisers import ROWS
+from portlint.settings import Settings
+
+FLOW = Settings(select=frozenset(CATALOG), platform_model="flow")
+PROBE = "torch.cuda.synchronize()"
+
+
+def lint(source: str, path: str = "m.py") -> tuple[list[tuple[int, int, str]], list[Silenced]]:
+    """The findings (line, column, code) and the silenced findings of ``source`` with the
+    model."""
+    silenced: list[Silenced] = []
+    found = lint_source(path, source, FLOW, silenced=silenced)
+    return [(v.line, v.col, v.code or "") for v in found], silenced
+
+
+def probe(source: str) -> tuple[int, int]:
+    """Where ``PROBE`` is (its last occurrence), as findings count."""
+    return next(
+        (n, line.index(PROBE) + 1)
+        for n, line in reversed(list(enumerate(source.splitlines(), 1)))
+        if PROBE in line
+    )
+
+
+def silenced_at(silenced: list[Silenced], at: tuple[int, int]) -> set[str]:
+    return {s.kind for s in silenced if (s.violation.line, s.violation.col) == at}
+
+
+def reported(found: list[tuple[int, int, str]], at: tuple[int, int]) -> bool:
+    return (*at, "PORT401") in found
+
+
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f"{f.kind}:{f.cuda}")
+def test_each_form_confines_what_it_decides(form):
+    cuda = f"import torch\n\ndef f(x, self):\n    if {form.cuda}:\n        {PROBE}\n"
+    found, silenced = lint(cuda)
+    assert not reported(found, (5, 9))
+    assert silenced_at(silenced, (5, 9)) == {form.kind}
+    anywhere = cuda.replace(form.cuda, form.anywhere)
+    found, _ = lint(anywhere)
+    assert reported(found, (5, 9))
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.kind)
+def test_each_recogniser_row(row):
+    silent = f"import pytest\nimport torch\n{row.silent}"
+    found, silenced = lint(silent)
+    assert not reported(found, probe(silent))
+    assert silenced_at(silenced, probe(silent)) == {row.kind}
+    flagged = f"import pytest\nimport torch\n{row.flagged}"
+    found, _ = lint(flagged)
+    assert reported(found, probe(flagged))
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        "requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason='CUDA')\n",
+        "def requires_cuda(test):\n"
+        "    return unittest.skipUnless(torch.cuda.is_available(), 'CUDA')(test)\n",
+    ],
+)
+def test_a_skip_marker_of_the_module_by_its_name(marker):
+    source = f"import torch\n{marker}\n@requires_cuda\ndef test_x():\n    {PROBE}\n"
+    found, silenced = lint(source)
+    assert not reported(found, probe(source))
+    assert silenced_at(silenced, probe(source)) == {"skip-marker"}
+
+
+def test_every_row_is_documented_once():
+    kinds = [row.kind for row in ROWS]
+    assert len(kinds) == len(set(kinds))
+    assert all(row.doc and row.silent != row.flagged for row in ROWS)
+
+
+@pytest.mark.parametrize(
+    ("source", "kind"),
+    [
+        # an early exit, in each way a block can leave
+        (f"def f():\n    if not torch.cuda.is_available():\n        return\n    {PROBE}\n", "exit"),
+        (
+            f"def f():\n    if not torch.cuda.is_available():\n        raise RuntimeError\n    {PROBE}\n",
+            "exit",
+        ),
+        (
+            f"def f():\n    if torch.cuda.device_count() < 1:\n        pytest.skip('no')\n    {PROBE}\n",
+            "exit",
+        ),
+        (f"for x in y:\n    if not x.is_cuda:\n        continue\n    {PROBE}\n", "exit"),
+        (
+            f"def f():\n    if torch.cuda.is_available():\n        pass\n    else:\n        raise E\n    {PROBE}\n",
+            "exit",
+        ),
+        # the arms of a branch
+        (
+            f"if torch.version.hip:\n    pass\nelif torch.cuda.is_available():\n    {PROBE}\n",
+            "torch-query",
+        ),
+        (f"if not torch.cuda.is_available():\n    pass\nelse:\n    {PROBE}\n", "torch-query"),
+        (f"while torch.cuda.is_available():\n    {PROBE}\n", "torch-query"),
+        (f"def f():\n    assert torch.cuda.is_available()\n    {PROBE}\n", "torch-query"),
+        (f"x = {PROBE} if torch.cuda.is_available() else None\n", "torch-query"),
+        (f"torch.cuda.is_available() and {PROBE}\n", "torch-query"),
+        (f"not torch.cuda.is_available() or {PROBE}\n", "torch-query"),
+        (f"xs = [{PROBE} for d in ds if d.is_cuda]\n", "torch-query"),
+        (f"for i in range(torch.cuda.device_count()):\n    {PROBE}\n", "torch-query"),
+        (
+            f"@pytest.mark.skipif(not torch.cuda.is_available(), reason='')\ndef test_x():\n"
+            f"    def work():\n        {PROBE}\n    run(work)\n",
+            "skip-marker",
+        ),
+        (
+            f"def test_x():\n    def work():\n        {PROBE}\n"
+            "    if torch.cuda.is_available():\n        run(work)\n",
+            "callers",
+        ),
+        # names bound to a test, values made only on CUDA, predicates of the module
+        (f"USE = torch.cuda.is_available()\nif USE:\n    {PROBE}\n", "torch-query"),
+        (
+            f"s = None\nif torch.cuda.is_available():\n    s = make()\nif s is not None:\n    {PROBE}\n",
+            "none-test",
+        ),
+        (
+            f"def is_gpu():\n    return torch.cuda.is_available()\n\nif is_gpu():\n    {PROBE}\n",
+            "predicate",
+        ),
+        (f"s = make() if torch.cuda.is_available() else None\nif s:\n    {PROBE}\n", "none-test"),
+        (
+            "class Layer:\n    def __init__(self):\n"
+            "        self.alt = torch.cuda.Stream() if torch.version.hip else None\n\n"
+            f"    def forward(self):\n        if self.alt is not None:\n            {PROBE}\n",
+            "none-test",
+        ),
+        (
+            "class Layer:\n    def __init__(self):\n        self.on_gpu = x.is_cuda\n\n"
+            f"    def forward(self):\n        if self.on_gpu:\n            {PROBE}\n",
+            "torch-query",
+        ),
+        (
+            "class Layer:\n    def _sync(self):\n        assert torch.cuda.is_available()\n\n"
+            f"    def forward(self):\n        self._sync()\n        {PROBE}\n",
+            "requires",
+        ),
+        (
+            f"try:\n    import flashinfer\nexcept ImportError:\n    pass\nelse:\n    {PROBE}\n",
+            "library-import",
+        ),
+    ],
+)
+def test_flow_shapes(source, kind):
+    source = f"import pytest\nimport torch\n{source}"
+    found, silenced = lint(source)
+    assert not reported(found, probe(source))
+    assert silenced_at(silenced, probe(source)) == {kind}
+    assert not any(code == "PORT401" for *_, code in found)  # (the test: a check)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        f"if torch.cuda.is_available():\n    pass\n{PROBE}\n",  # after the branch, not in it
+        f"if torch.cuda.is_available() or torch.xpu.is_available():\n    {PROBE}\n",
+        f"if not torch.cuda.is_available():\n    print('no')\n{PROBE}\n",  # no exit
+        f"s = None\nif torch.cuda.is_available():\n    s = make()\nelse:\n    s = other()\nif s:\n    {PROBE}\n",
+        f"USE = torch.cuda.is_available()\nUSE = True\nif USE:\n    {PROBE}\n",  # rebound
+        f"def is_gpu():\n    return True\n\nif is_gpu():\n    {PROBE}\n",
+    ],
+)
+def test_what_does_not_confine(source):
+    source = f"import torch\n{source}"
+    found, _ = lint(source)
+    assert reported(found, probe(source))
+
+
+@pytest.mark.parametrize(
+    ("path", "source"),
+    [
+        ("vllm/platforms/cuda.py", f"import torch\n{PROBE}\n"),
+        ("nccl_utils.py", f"import torch\n{PROBE}\n"),
+        ("m.py", f"import torch\n\nclass CudaRunner:\n    def run(self):\n        {PROBE}\n"),
+        ("m.py", f"import torch\n\ndef forward_cuda(x):\n    {PROBE}\n"),
+        ("m.py", f"import torch\n\n@requires_cuda\ndef test_x():\n    {PROBE}\n"),
+    ],
+)
+def test_a_name_alone_is_never_evidence(path, source):
+    found, _ = lint(source, path)
+    assert reported(found, probe(source))
+
+
+def test_the_check_is_not_the_finding():
+    source = (
+        "import torch\n\ndef f():\n    if torch.cuda.is_available():\n"
+        f"        {PROBE}\n    else:\n        run_elsewhere()\n"
+    )
+    found, silenced = lint(source)
+    assert found == []
+    assert silenced_at(silenced, (4, 8)) == {"check"}
+    assert silenced_at(silenced, (5, 9)) == {"torch-query"}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'device = "cuda" if torch.cuda.is_available() else "cpu"\n',
+        'if torch.cuda.is_available():\n    device = "cuda"\nelse:\n    device = "cpu"\n',
+        "if torch.cuda.is_available():\n    model.cuda()\n",
+        'USE = torch.cuda.is_available()\ndevice = "cuda" if USE else "cpu"\n',
+    ],
+)
+def test_cuda_or_else_the_cpu_is_a_finding_at_the_check(source):
+    """On any other accelerator the code runs on the CPU: the check is what to change."""
+    source = f"import torch\n{source}"
+    found, silenced = lint(source)
+    line = next(n for n, text in enumerate(source.splitlines(), 1) if "is_available" in text)
+    check = (line, source.splitlines()[line - 1].index("torch.cuda.is_available") + 1)
+    assert reported(found, check)
+    assert silenced_at(silenced, check) == set()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def pad(img):\n    if img.is_cuda:\n        warnings.warn('moving to the CPU')\n"
+        "    return img.cpu()\n",
+        "def load(self):\n    if not torch.cuda.is_available():\n        logger.warning('slow')\n"
+        "        return\n    self.validate()\n",
+        "def free(locs, stream):\n    if locs.is_cuda:\n        locs.record_stream(stream)\n",
+    ],
+)
+def test_a_check_that_skips_portable_code_is_the_finding(source):
+    """What the test decides would run elsewhere too: skipping it there is the bug."""
+    source = f"import torch\n{source}"
+    found, silenced = lint(source)
+    assert [code for *_, code in found] in (["PORT401"], ["PORT409"])
+    assert silenced == []
+
+
+def test_a_flag_read_only_by_checks_is_a_check():
+    source = f"import torch\nUSE = torch.cuda.is_available()\nif USE:\n    {PROBE}\n"
+    found, silenced = lint(source)
+    assert found == []
+    assert silenced_at(silenced, (2, 7)) == {"check"}
+
+
+def test_columns_after_wide_characters():
+    """``ast`` counts columns in UTF-8 bytes, findings in characters: the region still holds."""
+    source = f"import torch\nx = 'é' if False else (torch.cuda.is_available() and {PROBE})\n"
+    _, silenced = lint(source)
+    assert silenced_at(silenced, probe(source)) == {"torch-query"}
+    model = PlatformModel(ast.parse(source), source, tuple(CUDA_ONLY_LIBRARIES))
+    column = source.splitlines()[1].index(PROBE) + 1
+    assert [e.kind for e in model.where(2, column)] == ["torch-query"]
+    assert model.where(2, 1) == []
+
+
+def test_the_setting_is_checked(tmp_path):
+    from portlint.config import ConfigError, inline_table
+
+    assert inline_table('platform-model = "flow"') == {"platform-model": "flow"}
+    with pytest.raises(ConfigError, match="platform-model must be one of guards, flow"):
+        inline_table('platform-model = "names"')
