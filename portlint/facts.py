@@ -78,6 +78,13 @@ EXIT_CALLS = frozenset({
     "quit",
 })  # fmt: skip
 
+# Calls that only show their arguments: print, the logging methods, warnings.warn, and a
+# project's own `print_rank_0` or `log_dist`.
+MESSAGE_METHODS = frozenset({
+    "print", "debug", "info", "warning", "warn", "error", "exception", "critical", "fatal",
+})  # fmt: skip
+MESSAGE_PREFIXES = ("print_", "log_rank", "log_dist", "warn_")
+
 # --- Platforms ----------------------------------------------------------------------------
 # Libraries that exist only for NVIDIA GPUs or only for AMD ones (ROCm, whose torch device type is
 # "cuda" too), by import name: a module that imports one unconditionally at its top level runs

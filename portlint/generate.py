@@ -174,9 +174,14 @@ def model_page_text() -> str:
         "",
         "## Conditions",
         "",
-        "A finding in code that one of these decides runs only on CUDA; the test itself is the "
-        "check that confines that code, not a use of CUDA, unless the other arm falls back to "
-        'the CPU (`"cuda" if torch.cuda.is_available() else "cpu"`).',
+        "A finding in code that one of these decides runs only on CUDA. The test itself is the "
+        "check that confines that code, and no finding, where the code it decides needs CUDA (a "
+        "CUDA-only API or library there) or the other arm does something of its own (another "
+        "implementation, a `raise`, a skip, another device's code). It is the finding where the "
+        'other arm runs on the CPU (`"cuda" if torch.cuda.is_available() else "cpu"`, or a '
+        "dispatch over CUDA, MPS and the CPU, which leaves XPU and NPU to the CPU), and where "
+        "what it decides would run on any device (`if x.is_cuda: x.record_stream(s)`): other "
+        "accelerators skip it.",
         "",
         "| kind | form | only on CUDA | not only on CUDA |",
         "| --- | --- | --- | --- |",

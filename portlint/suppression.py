@@ -24,6 +24,10 @@ PORTLINT_NOQA = re.compile(r"noqa\s*:[^\r\n]*PORT\d", re.IGNORECASE)  # one that
 ALL = None  # a suppression without codes: every code
 
 
+# What begins the reason given for an exemption after its codes: `# noqa: PORT401 -- profiler`.
+REASON_MARKERS = ("--", "\u2014", "\u2013")
+
+
 @dataclass(frozen=True)
 class Directive:
     """A line's ``# noqa`` directive: its codes (None: all), and where it is (1-based column)."""
@@ -35,10 +39,13 @@ class Directive:
 
     def rewrite(self, body: str, codes: list[str]) -> str:
         """``body`` (its line, without the ending) with this directive naming ``codes``; with
-        none, the directive removed (text after it in the comment stays a comment)."""
+        none, the directive removed, and the reason given for it (``# noqa: X -- why``) too;
+        other text after it in the comment stays a comment."""
         before, after = body[: self.col - 1], body[self.end_col - 1 :]
         if codes:
             return f"{before}# noqa: {', '.join(codes)}{after}"
+        if after.lstrip().startswith(REASON_MARKERS):
+            after = ""
         return f"{before}#{after}" if after.strip() else before.rstrip()
 
 

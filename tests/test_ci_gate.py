@@ -273,6 +273,23 @@ def test_fix_removes_a_stale_noqa(formats):
     )
 
 
+@pytest.mark.parametrize(
+    ("line", "fixed"),
+    [
+        ("x = 1  # noqa: PORT401 -- profiler, NVIDIA only\n", "x = 1\n"),
+        ("x = 1  # noqa: PORT401 \u2014 profiler\n", "x = 1\n"),
+        (
+            "x = 1  # noqa: PORT401  see the profiler's page\n",
+            "x = 1  #  see the profiler's page\n",
+        ),
+    ],
+)
+def test_removing_a_stale_noqa_takes_its_reason_and_keeps_other_comments(line, fixed):
+    from portlint.api import fix_text, make_settings
+
+    assert fix_text(line, settings=make_settings(select=["PORT001"])).source == fixed
+
+
 def test_add_noqa_suppresses_every_finding_and_leaves_strings_alone(formats):
     """Each finding gets its code; a directive's stale code goes (as ruff's `--add-noqa`)."""
     (formats / "src" / "more.py").write_text(

@@ -68,8 +68,8 @@ def test_a_message_is_one_short_line_and_the_reasoning_is_its_detail(case, sourc
 
 def test_user_code_is_what_may_run_over():
     source = "import torch\ndef f(hidden_states):\n    torch.cuda.get_device_properties()\n"
-    assert without_user_code("use `torch.get_device_module(hidden_states.device)`'s", source) == (
-        "use `torch.get_device_module(…)`'s"
+    assert without_user_code("`torch.get_device_module(hidden_states.device)` has it", source) == (
+        "`torch.get_device_module(…)` has it"
     )
     assert without_user_code("CUDA-only `torch.cuda.synchronize`", source) == (
         "CUDA-only `torch.cuda.synchronize`"
@@ -82,7 +82,7 @@ def test_a_long_replacement_on_the_device_module_is_named_by_its_module():
     source = "import torch\ndef f():\n    return torch.cuda.is_current_stream_capturing()\n"
     (finding,) = lint(source, "PORT409")
     assert finding.message == (
-        "CUDA-only `torch.cuda.is_current_stream_capturing`; use `torch.get_device_module()`'s"
+        "CUDA-only `torch.cuda.is_current_stream_capturing`; `torch.get_device_module()` has it"
     )
     assert finding.detail.startswith(
         "`torch.get_device_module().is_current_stream_capturing` needs torch ≥ "

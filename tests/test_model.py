@@ -221,15 +221,22 @@ def test_the_check_is_not_the_finding():
         'if torch.cuda.is_available():\n    device = "cuda"\nelse:\n    device = "cpu"\n',
         "if torch.cuda.is_available():\n    model.cuda()\n",
         'USE = torch.cuda.is_available()\ndevice = "cuda" if USE else "cpu"\n',
+        # CUDA, Apple's MPS, else the CPU: XPU and NPU run on the CPU
+        'if torch.cuda.is_available():\n    acc = "cuda"\nelif torch.backends.mps.is_available():\n'
+        '    acc = "mps"\nelse:\n    acc = "cpu"\n',
+        "device = DeviceGPU() if torch.cuda.is_available() else DeviceCPU()\n",
+        # CUDA either way
+        "def load(w):\n    return w if w.is_cuda else w.cuda()\n",
     ],
 )
 def test_cuda_or_else_the_cpu_is_a_finding_at_the_check(source):
     """On any other accelerator the code runs on the CPU: the check is what to change."""
     source = f"import torch\n{source}"
     found, silenced = lint(source)
-    line = next(n for n, text in enumerate(source.splitlines(), 1) if "is_available" in text)
-    check = (line, source.splitlines()[line - 1].index("torch.cuda.is_available") + 1)
-    assert reported(found, check)
+    query = "torch.cuda.is_available" if "is_available" in source else "w.is_cuda"
+    line = next(n for n, text in enumerate(source.splitlines(), 1) if query in text)
+    check = (line, source.splitlines()[line - 1].index(query) + 1)
+    assert any((n, c) == check and k in ("PORT401", "PORT409") for n, c, k in found)
     assert silenced_at(silenced, check) == set()
 
 
@@ -241,14 +248,46 @@ def test_cuda_or_else_the_cpu_is_a_finding_at_the_check(source):
         "def load(self):\n    if not torch.cuda.is_available():\n        logger.warning('slow')\n"
         "        return\n    self.validate()\n",
         "def free(locs, stream):\n    if locs.is_cuda:\n        locs.record_stream(stream)\n",
+        # a count read as data too ("Num GPUs" reads 0 on XPU), not only by the loop it bounds
+        "def info(out):\n    n = torch.cuda.device_count()\n    out['gpus'] = n\n"
+        "    for i in range(n):\n        out[i] = torch.cuda.get_device_name(i)\n",
+        # what the test confines picks CUDA by name only
+        "def probe():\n    if not torch.cuda.is_available():\n        return\n"
+        "    return torch.zeros(2, device='cuda')\n",
+        "def mean(loss, log_probs):\n    return (loss.cuda() if log_probs.is_cuda else loss).mean()\n",
     ],
 )
 def test_a_check_that_skips_portable_code_is_the_finding(source):
     """What the test decides would run elsewhere too: skipping it there is the bug."""
     source = f"import torch\n{source}"
-    found, silenced = lint(source)
-    assert [code for *_, code in found] in (["PORT401"], ["PORT409"])
-    assert silenced == []
+    found, _ = lint(source)
+    line = next(
+        n for n, text in enumerate(source.splitlines(), 1) if "is_" in text or "count" in text
+    )
+    assert [code for n, _, code in found if n == line] in (["PORT401"], ["PORT409"])
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # another implementation, a requirement, a skip, the devices it supports
+        "def f(x):\n    if not x.is_cuda:\n        return reference(x)\n    return kernel(x)\n",
+        "def f():\n    if not torch.cuda.is_available():\n        raise ValueError('needs CUDA')\n"
+        "    return run()\n",
+        "def test_f():\n    if torch.cuda.device_count() < 2:\n        pytest.skip('two GPUs')\n"
+        "    run()\n",
+        "ok = torch.cuda.is_available() or torch.xpu.is_available()\n",
+        "if device.type == 'cuda':\n    run_cuda()\nelif device.type == 'cpu':\n    run_cpu()\n"
+        "else:\n    run_other()\n",
+        "if torch.cuda.is_available():\n    dev = 'cuda'\nelif torch.xpu.is_available():\n"
+        "    dev = 'xpu'\nelse:\n    dev = 'cpu'\n",
+        "dev = 'cuda' if torch.cuda.is_available() else 'npu' if is_npu() else 'cpu'\n",
+    ],
+)
+def test_a_check_with_another_way_elsewhere_is_no_finding(source):
+    found, silenced = lint(f"import pytest\nimport torch\n{source}")
+    assert [code for *_, code in found if code.startswith("PORT4")] == []
+    assert {s.kind for s in silenced if s.violation.code.startswith("PORT4")} <= {"check"}
 
 
 def test_a_flag_read_only_by_checks_is_a_check():

@@ -332,7 +332,7 @@ class CudaApiRule(Rule):
         message = f"CUDA-only `{name}`; use {named}"
         owner, _, member = replacement.rpartition(".")
         if len(message) > MESSAGE_WIDTH and member == name.rpartition(".")[2] and not api.usage:
-            message = f"CUDA-only `{name}`; use `{owner}`'s"  # (its member of the same name)
+            message = f"CUDA-only `{name}`; `{owner}` has it"  # (a member of that name)
         first = format_version(since(api, suggested))
         note = f" {api.note[:1].upper()}{api.note[1:]}." if api.note else ""
         return message, f"{api.usage or f'`{called}`'} needs torch ≥ {first}.{note}"

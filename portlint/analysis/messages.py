@@ -15,13 +15,8 @@ from collections.abc import Mapping
 import libcst as cst
 
 from portlint.analysis.names import dotted_name
+from portlint.facts import MESSAGE_METHODS, MESSAGE_PREFIXES
 
-# Calls that only show their arguments: print, the logging methods, warnings.warn, and a
-# project's own `print_rank_0` or `log_dist`.
-MESSAGE_METHODS = frozenset({
-    "print", "debug", "info", "warning", "warn", "error", "exception", "critical", "fatal",
-})  # fmt: skip
-MESSAGE_PREFIXES = ("print_", "log_rank", "log_dist", "warn_")
 # What keeps an answer text on its way to a message.
 FORMATTING = frozenset({"str", "repr", "format", "join", "int", "float", "round", "bool", "len"})
 _PASSING = (

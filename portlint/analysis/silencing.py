@@ -83,8 +83,8 @@ def silence_where(
 ) -> tuple[list[Report], list[tuple[Report, Silence, int]]]:
     """:func:`silence`, with the platform model saying where each finding's code runs: each
     silenced report with its reason and the line that gives it. A test of CUDA is silent where
-    the code it decides needs CUDA: a CUDA-only API, or CUDA picked by name, there is silenced
-    by that test's evidence."""
+    the code it decides needs CUDA (a CUDA-only API there is silenced by that test's evidence)
+    or its other arm is another device's."""
     placed: list[tuple[Report, list]] = []
     needed: set[int] = set()
     for report in reports:
@@ -92,7 +92,7 @@ def silence_where(
         if report.code in guardable:
             start = positions[report.start].start
             evidence = model.where(start.line, start.column + 1)
-            if report.code.startswith((CUDA_API_PREFIX, DEVICE_RULES)):
+            if report.code.startswith(CUDA_API_PREFIX):
                 needed.update(e.line for e in evidence)  # (the code there needs CUDA)
         placed.append((report, evidence))
     kept: list[Report] = []

@@ -107,7 +107,7 @@ class PlatformModel:
         for decided in needed:
             needs |= self.implied.get(decided, frozenset())
         for found in sorted((c for c in self.checks if c.start <= point < c.end), reverse=True):
-            if all(test in needs for test in found.lines):
+            if found.confines(needs):
                 return found.evidence
         return None
 

@@ -11,9 +11,12 @@ The pass walks the module once, carrying the evidence that the code it is in run
 - what the recognisers of :mod:`portlint.model.recognisers` say of a function, a class or the
   whole module.
 
-It also records the *checks*: the tests that decide CUDA-only code are what confine it, not uses
-of CUDA, unless the other arm falls back to the CPU (``"cuda" if torch.cuda.is_available() else
-"cpu"``: on any other accelerator the code runs on the CPU, which is the finding).
+It also records the *checks* (:class:`~portlint.model.places.Check`): each test that decides
+code, with what decides whether it confines CUDA-only code (then it is no finding) — the
+evidence line that the code it decides carries (does that code need CUDA? known once the rules
+have reported) and whether the other arm does something of its own. A test whose other arm
+runs on the CPU (``"cuda" if torch.cuda.is_available() else "cpu"``) is no check: on any other
+accelerator the code runs on the CPU, which is the finding.
 """
 
 from __future__ import annotations
@@ -23,18 +26,22 @@ from collections.abc import Iterator
 from typing import TypeVar
 
 from portlint.model.conditions import Conditions, Evidence, Meaning
+from portlint.model.expressions import Expressions
 from portlint.model.places import (
     END,
     FUNCTIONS,
     NONE,
+    SET_UP,
     Check,
     Flag,
     Region,
     Scope,
     Summaries,
     block_span,
+    does_otherwise,
     falls_back_to_cpu,
     leaves,
+    names_another_device,
     span,
 )
 from portlint.platform import TRY_STAR, dotted
@@ -42,7 +49,7 @@ from portlint.platform import TRY_STAR, dotted
 T = TypeVar("T")
 
 
-class Flow:
+class Flow(Expressions):
     """One pass over a module (see the module's docstring): ``module`` reads its text and
     names, ``recognisers`` say what a definition or a statement shows
     (:mod:`portlint.model.recognisers`), ``previous`` is what the last pass learnt of the
@@ -69,6 +76,9 @@ class Flow:
         self.classes: list[str] = []  # the classes around the code walked
         self.class_scopes: list[Scope] = []
         self.nested = False  # (in a function: what it defines is its own)
+        self.constructed: Evidence | None = None  # (the class's set-up cannot return off CUDA)
+        # Whether the function walked has a `return` that runs off CUDA: then it can return there.
+        self.returns_anywhere = False
         # The class whose method is walked, and its scope (where `self.x` is bound).
         self.owner: tuple[str, Scope] | None = None
         self.siblings: list[frozenset[str]] = []  # the names of their methods
@@ -94,14 +104,15 @@ class Flow:
         decided = meaning.if_true or meaning.if_false
         assert decided is not None
         # (the line of the evidence that the code it decides has: what `needed` holds)
-        read = None if falls_back_to_cpu(cuda_arm, other_arm) else decided.line
+        otherwise = does_otherwise(other_arm)
+        read = None if falls_back_to_cpu(cuda_arm, other_arm) else (decided.line, otherwise)
         for node in ast.walk(test):
             if isinstance(node, ast.Name):
                 flag = self.scope.flag(node.id)
-            elif self._method(node) is not None:
+            elif self.method(node) is not None:
                 flag = self.scope.flag(f"self.{node.attr}")  # type: ignore[attr-defined]
             elif isinstance(node, ast.Call):
-                for answer in self._summary(node.func, self.previous.answers) or ():
+                for answer in self.summary(node.func, self.previous.answers) or ():
                     answer.reads.append(read)
                 continue
             else:
@@ -116,10 +127,10 @@ class Flow:
         them): their tests are checks too."""
         answers = [flag for flags in self.previous.answers.values() for flag in flags]
         for flag in [*self.flags, *answers]:
-            lines = tuple(line for line in flag.reads if line is not None)
-            if lines and len(lines) == len(flag.reads):
+            reads = tuple(read for read in flag.reads if read is not None)
+            if reads and len(reads) == len(flag.reads):
                 checked = _checked(flag.meaning, flag.value)
-                self.checks.append(Check(*span(flag.value), checked, lines))
+                self.checks.append(Check(*span(flag.value), checked, reads))
 
     def _bound(self, name: str) -> Meaning | None:
         return self.scope.lookup(name)
@@ -151,6 +162,8 @@ class Flow:
     def statement(self, node: ast.stmt, place: Evidence | None) -> Evidence | None:
         """Walk ``node``; the evidence that what follows it in its block runs only on CUDA, where
         it gives some (an exit unless on CUDA, an ``assert``, an import, a required call)."""
+        if isinstance(node, ast.Return) and place is None:
+            self.returns_anywhere = True
         if isinstance(node, FUNCTIONS):
             self.function(node, place)
             return None
@@ -204,10 +217,20 @@ class Flow:
         """What a branch's test means; the test recorded as a check where it decides."""
         self.expressions(test, place, decided=test)
         meaning = self.conditions.meaning(test)
+        if place is None and not meaning.known:
+            self._supported(test)
         if place is None:
             arms = (cuda_arm, other_arm) if meaning.if_true else (other_arm, cuda_arm)
             self.check(test, meaning, *arms)
         return meaning
+
+    def _supported(self, test: ast.expr) -> None:
+        """A test of CUDA and of other devices alike (``torch.cuda.is_available() or
+        torch.xpu.is_available()``) names the devices the code supports: a check."""
+        if names_another_device([test]):
+            why = f"the check `{self.segment(test)}` names the devices it supports"
+            read = (test.lineno, True)
+            self.checks.append(Check(*span(test), Evidence("check", why, test.lineno), (read,)))
 
     def attempt(self, node: ast.Try, place: Evidence | None) -> Evidence | None:
         """A ``try``: its body as a block; its ``else`` runs only where the body did not fail, so
@@ -226,6 +249,8 @@ class Flow:
         for decorator in node.decorator_list:
             self.expressions(decorator, place)
         evidence = place or self.recognisers.definition(node, self, nested=self.nested)
+        if evidence is None and self.classes and self.constructed and node.name not in SET_UP:
+            evidence = self.constructed  # (an instance exists only where its set-up returned)
         if place is None and evidence is not None:
             self.mark_node(node, evidence)
         for default in [*node.args.defaults, *node.args.kw_defaults]:
@@ -238,10 +263,12 @@ class Flow:
         classes, self.classes, siblings, self.siblings = self.classes, [], self.siblings, []
         scopes, self.class_scopes = self.class_scopes, []
         nested, self.nested = self.nested, True
+        returns, self.returns_anywhere = self.returns_anywhere, False
         end = self.block(node.body, evidence)
+        returned, self.returns_anywhere = self.returns_anywhere, returns
         self.scope, self.classes, self.siblings = outer, classes, siblings
         self.class_scopes, self.owner, self.nested = scopes, owner, nested
-        if evidence is None and end is not None:
+        if evidence is None and end is not None and not returned:
             why = f"`{name}` cannot return unless on CUDA: {end.why}"
             self.summaries.requires[name] = Evidence("requires", why, end.line)
         self._predicate(name, node)
@@ -265,14 +292,18 @@ class Flow:
         for expression in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
             self.expressions(expression, place)
         evidence = place or self.recognisers.definition(node, self)
-        if place is None and evidence is not None:
+        constructed = None
+        if place is None and evidence is not None and evidence.kind == "constructor":
+            constructed, evidence = evidence, None  # (its methods but the set-up: below)
+        elif place is None and evidence is not None:
             self.mark_node(node, evidence)
         self.classes.append(node.name)
         self.siblings.append(frozenset(s.name for s in node.body if isinstance(s, FUNCTIONS)))
         outer, self.scope = self.scope, Scope(self.scope)
         self.class_scopes.append(self.scope)
+        constructing, self.constructed = self.constructed, constructed
         self.block(node.body, evidence)
-        self.scope = outer
+        self.scope, self.constructed = outer, constructing
         self.classes.pop()
         self.siblings.pop()
         self.class_scopes.pop()
@@ -290,12 +321,14 @@ class Flow:
         meaning = Meaning()
         if not isinstance(node, ast.AugAssign):
             meaning = self.conditions.meaning(value)
+            if place is None and not meaning.known:
+                self._supported(value)
             if isinstance(value, ast.IfExp) and place is None:
                 place = self._made_in_choice(value)
         for target in targets:
             name = target.id if isinstance(target, ast.Name) else None
             scope = self.scope
-            if name is None and self.owner is not None and self._method(target) is not None:
+            if name is None and self.owner is not None and self.method(target) is not None:
                 name, scope = f"self.{target.attr}", self.owner[1]  # type: ignore[attr-defined]
             if name is None:
                 continue
@@ -321,18 +354,18 @@ class Flow:
         return meaning.if_false if _is_none(value.body) else None
 
     def _called(self, call: ast.Call) -> Meaning | None:
-        found = self._summary(call.func, self.previous.predicates)
+        found = self.summary(call.func, self.previous.predicates)
         return Meaning(if_true=found) if found is not None else None
 
-    def _summary(self, callee: ast.expr, table: dict[str, T]) -> T | None:
+    def summary(self, callee: ast.expr, table: dict[str, T]) -> T | None:
         """The entry of ``table`` for a call's callee: a function of the module, or a method of
         the class around the call (``self.m``)."""
         if isinstance(callee, ast.Name):
             return table.get(callee.id)
-        method = self._method(callee)
+        method = self.method(callee)
         return table.get(method) if method else None
 
-    def _method(self, node: ast.AST) -> str | None:
+    def method(self, node: ast.AST) -> str | None:
         """``Class.name`` for ``self.name`` or ``cls.name`` in a method of ``Class``."""
         if (
             isinstance(node, ast.Attribute)
@@ -349,92 +382,10 @@ class Flow:
         if isinstance(value, ast.Await):
             value = value.value
         if isinstance(value, ast.Call):
-            return self._summary(value.func, self.previous.requires)
+            return self.summary(value.func, self.previous.requires)
         return None
 
     # --- expressions ------------------------------------------------------------------------
-    def expressions(
-        self, node: ast.AST, place: Evidence | None, decided: ast.AST | None = None
-    ) -> None:
-        """The conditional parts of the expressions of ``node`` (not of statements in it), and
-        each use of a name of a function of the module. ``decided``: an ``and``/``or`` whose
-        tests are checked as a whole elsewhere (a branch's test, a flag's value)."""
-        pending: list[ast.AST] = (
-            [node] if isinstance(node, ast.expr) else list(_expressions_of(node))
-        )
-        while pending:
-            current = pending.pop()
-            if isinstance(current, ast.Name) and isinstance(current.ctx, ast.Load):
-                self._use(current.id, place)
-            elif (method := self._method(current)) is not None:
-                self._use(method, place)
-            if place is None:
-                if isinstance(current, ast.IfExp):
-                    self._choice(current)
-                elif isinstance(current, ast.BoolOp):
-                    self._boolean(current, current is not decided)
-                elif isinstance(
-                    current, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
-                ):
-                    self._comprehension(current)
-            pending.extend(ast.iter_child_nodes(current))
-
-    def _counted(
-        self, iterable: ast.expr, body: list[ast.stmt], place: Evidence | None
-    ) -> Evidence | None:
-        """``range(n)``, where ``n`` is true only on CUDA (``torch.cuda.device_count()``): the
-        loop's body runs only there, and ``n`` is its check."""
-        if not (
-            isinstance(iterable, ast.Call)
-            and dotted(iterable.func) == "range"
-            and len(iterable.args) in (1, 2)
-        ):
-            return None
-        return self.test(iterable.args[-1], place, body, []).if_true
-
-    def _choice(self, node: ast.IfExp) -> None:
-        """``a if test else b``: each arm runs only where the test says."""
-        meaning = self.conditions.meaning(node.test)
-        arms = ([node.body], [node.orelse]) if meaning.if_true else ([node.orelse], [node.body])
-        self.check(node.test, meaning, *arms)
-        for arm, evidence in ((node.body, meaning.if_true), (node.orelse, meaning.if_false)):
-            if evidence is not None:
-                self.mark_node(arm, evidence)
-
-    def _boolean(self, node: ast.BoolOp, checks: bool) -> None:
-        """``a and b``: ``b`` runs only where ``a`` holds; ``a or b``: only where it fails;
-        ``a`` is then a check, where ``checks``."""
-        for index in range(1, len(node.values)):
-            before = node.values[0]
-            if index > 1:  # (the tests before this one, as one, placed where they are)
-                last = node.values[index - 1]
-                before = ast.BoolOp(
-                    node.op, node.values[:index], lineno=node.lineno, col_offset=node.col_offset,
-                    end_lineno=last.end_lineno, end_col_offset=last.end_col_offset,
-                )  # fmt: skip
-            meaning = self.conditions.meaning(before)
-            evidence = meaning.if_true if isinstance(node.op, ast.And) else meaning.if_false
-            if evidence is not None:
-                self.mark(span(node.values[index])[0], span(node)[1], evidence)
-                if checks:
-                    self.check(before, meaning, node.values[index:], [])
-                break
-
-    def _comprehension(
-        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
-    ) -> None:
-        for generator in node.generators:
-            for condition in generator.ifs:
-                evidence = self.conditions.meaning(condition).if_true
-                if evidence is not None:
-                    results = (
-                        [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-                    )
-                    for result in results:
-                        self.mark_node(result, evidence)
-
-    def _use(self, name: str, place: Evidence | None) -> None:
-        self.summaries.uses.setdefault(name, []).append(place.line if place else None)
 
 
 def _is_none(node: ast.expr) -> bool:
@@ -455,19 +406,6 @@ def _checked(meaning: Meaning, test: ast.expr) -> Evidence:
 def _exit(evidence: Evidence | None) -> Evidence | None:
     """The rest of a block after an exit that leaves where the test said otherwise."""
     return Evidence("exit", f"an exit unless {evidence.why}", evidence.line) if evidence else None
-
-
-def _expressions_of(statement: ast.AST) -> Iterator[ast.AST]:
-    """The expressions a statement holds itself (not those of the statements in its body)."""
-    for name, value in ast.iter_fields(statement):
-        if name in ("body", "orelse", "finalbody", "handlers", "cases", "decorator_list"):
-            continue
-        values = value if isinstance(value, list) else [value]
-        for item in values:
-            if isinstance(
-                item, (ast.expr, ast.withitem, ast.keyword, ast.arguments, ast.comprehension)
-            ):
-                yield item
 
 
 def _own(function: ast.AST) -> Iterator[ast.AST]:

@@ -9,14 +9,17 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from portlint.facts import EXIT_CALLS
+from portlint.facts import APPLE_DEVICES, EXIT_CALLS, MESSAGE_METHODS, MESSAGE_PREFIXES
 from portlint.model.conditions import Evidence, Meaning
-from portlint.platform import dotted
+from portlint.platform import dotted, names_other_device, words
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 LEAVING = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 END = (1 << 30, 0)
 NONE = object()  # (a name bound only to None so far)
+APPLE_WORDS = frozenset(APPLE_DEVICES)
+# The methods that set an instance up: where one cannot return off CUDA, no instance exists there.
+SET_UP = ("__init__", "setUp", "setUpClass", "setup_method", "setup_class")
 
 
 @dataclass(frozen=True, order=True)
@@ -32,13 +35,17 @@ class Region:
 @dataclass(frozen=True, order=True)
 class Check:
     """A test that decides code (``start`` to ``end``, as :class:`Region` counts): it confines
-    CUDA-only code, and is then no use of CUDA, where the code decided by each of ``lines`` (the
-    lines of the tests whose evidence that code has) needs CUDA."""
+    CUDA-only code, and is then no use of CUDA, where for each of its ``reads`` (the line of
+    the evidence that the code it decides has, and whether the other arm does something of its
+    own: :func:`does_otherwise`) that code needs CUDA, or the other arm does otherwise."""
 
     start: tuple[int, int]
     end: tuple[int, int]
     evidence: Evidence = field(compare=False)
-    lines: tuple[int, ...] = field(compare=False)
+    reads: tuple[tuple[int, bool], ...] = field(compare=False)
+
+    def confines(self, needs: frozenset[int] | set[int]) -> bool:
+        return all(dispatch or line in needs for line, dispatch in self.reads)
 
 
 @dataclass
@@ -48,7 +55,9 @@ class Flag:
 
     value: ast.expr
     meaning: Meaning
-    reads: list[int | None] = field(default_factory=list)  # (each branch's test line; None: CPU)
+    # Each reading: a branch's (evidence line, whether its other arm is another device's); None:
+    # read as data, or by a branch that falls back to the CPU.
+    reads: list[tuple[int, bool] | None] = field(default_factory=list)
 
 
 @dataclass
@@ -85,12 +94,22 @@ def leaves(body: list[ast.stmt]) -> bool:
 
 
 def picks_cpu(nodes: list[ast.AST]) -> bool:
-    """Whether code names the CPU as the device (``"cpu"``, ``torch.device("cpu")``)."""
-    return any(
-        isinstance(node, ast.Constant) and node.value == "cpu"
-        for root in nodes
-        for node in ast.walk(root)
-    )
+    """Whether code names the CPU as the device (``"cpu"``, ``torch.device("cpu")``, a call of
+    ``DeviceCPU()`` or ``self._cpu_call()``; not a test of it: ``elif device.type == "cpu":``
+    handles the CPU, among other devices)."""
+    for root in nodes:
+        compared = {
+            id(side)
+            for node in ast.walk(root)
+            if isinstance(node, ast.Compare)
+            for side in (node.left, *node.comparators)
+        }
+        for node in ast.walk(root):
+            if isinstance(node, ast.Constant) and node.value == "cpu" and id(node) not in compared:
+                return True
+            if isinstance(node, ast.Call) and "cpu" in words(dotted(node.func) or ""):
+                return True
+    return False
 
 
 def picks_cuda(nodes: list[ast.AST]) -> bool:
@@ -109,10 +128,51 @@ def picks_cuda(nodes: list[ast.AST]) -> bool:
     return False
 
 
+def names_another_device(nodes: list[ast.AST], apple: bool = True) -> bool:
+    """Whether code names a device other than CUDA: ``torch.xpu``, ``is_npu()``, ``"mps"``
+    (without ``apple``, one other than Apple's, which exist only on a Mac: a dispatch over
+    CUDA, MPS and the CPU leaves XPU and NPU to the CPU)."""
+    for root in nodes:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Attribute):
+                name = node.attr
+            elif isinstance(node, ast.Name):
+                name = node.id
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                name = node.value.split(":")[0]
+            else:
+                continue
+            if names_other_device(name) and (apple or not set(words(name)) <= APPLE_WORDS):
+                return True
+    return False
+
+
+def does_otherwise(nodes: list[ast.AST]) -> bool:
+    """Whether the arm taken off CUDA does something of its own there: raises (a requirement),
+    calls anything but a message (another implementation, a skip), or is another device's."""
+    for root in nodes:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Raise):
+                return True
+            if isinstance(node, ast.Call):
+                callee = node.func
+                last = (
+                    callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+                )
+                shown = last.removesuffix("_once")  # (transformers' `logger.warning_once`)
+                if shown not in MESSAGE_METHODS and not last.startswith(MESSAGE_PREFIXES):
+                    return True
+    return names_another_device(nodes)
+
+
 def falls_back_to_cpu(cuda_arm: list[ast.AST], other_arm: list[ast.AST]) -> bool:
-    """Whether the arm taken off CUDA runs on the CPU: it picks the CPU, or there is none and
-    the CUDA arm picks CUDA by name (``if torch.cuda.is_available(): model.cuda()``)."""
-    return picks_cpu(other_arm) if other_arm else picks_cuda(cuda_arm)
+    """Whether the arm taken off CUDA runs on the CPU (or on CUDA anyway): it names no other
+    device but Apple's, and it picks the CPU, or either arm picks CUDA by name (``"cuda" if
+    torch.cuda.is_available() else "cpu"``, ``if torch.cuda.is_available(): model.cuda()``,
+    ``x.cuda() if x.is_cuda else x``, ``w if w.is_cuda else w.cuda()``)."""
+    if names_another_device(other_arm, apple=False):
+        return False  # (a dispatch over devices: the CPU is the last resort)
+    return picks_cpu(other_arm) or picks_cuda(cuda_arm) or picks_cuda(other_arm)
 
 
 class Scope:

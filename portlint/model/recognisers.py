@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from portlint.facts import OTHER_DEVICES
 from portlint.model.conditions import Evidence
-from portlint.model.places import Check, span
+from portlint.model.places import SET_UP, Check, span
 from portlint.platform import dotted, extension_build, first_import_of, library_bindings
 
 
@@ -238,7 +238,6 @@ def step():
 KINDS = frozenset(row.kind for row in ROWS)
 SKIP_IF = frozenset({"skipif", "skipIf", "skip_if"})
 SKIP_UNLESS = frozenset({"skipUnless", "skip_unless"})
-SET_UP = ("__init__", "setUp", "setUpClass", "setup_method", "setup_class")
 REGISTERS = frozenset({"impl", "register_kernel"})
 DISPATCHED = ("cuda", "hip", "rocm")
 SIBLINGS = ("native", "cpu", *sorted(OTHER_DEVICES))
@@ -347,7 +346,7 @@ class Recognisers:
             return None
         why = f"the skip {evidence.why} decides CUDA-only code"
         flow.checks.append(
-            Check(*span(test), Evidence("check", why, test.lineno), (decorator.lineno,))
+            Check(*span(test), Evidence("check", why, test.lineno), ((decorator.lineno, False),))
         )
         return Evidence("skip-marker", f"`@{flow.segment(decorator)}`", decorator.lineno)
 

@@ -1,0 +1,161 @@
+"""The flow pass's walk of expressions (:class:`portlint.model.flow.Flow` is one): the
+conditional parts of an expression (``a if t else b``, ``and``/``or``, a comprehension's
+``if``, a loop over ``range(<CUDA count>)``), each use of a function of the module, and each
+flag read as data rather than as a condition."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from typing import TypeVar
+
+from portlint.model.conditions import Conditions, Evidence, Meaning
+from portlint.model.places import Scope, Summaries, span
+from portlint.platform import dotted
+
+T = TypeVar("T")
+
+
+class Expressions:
+    """The walk of expressions, over what the flow pass keeps (declared here, made there)."""
+
+    conditions: Conditions
+    scope: Scope
+    previous: Summaries
+    summaries: Summaries
+
+    def mark(self, start: tuple[int, int], end: tuple[int, int], evidence: Evidence) -> None:
+        raise NotImplementedError
+
+    def mark_node(self, node: ast.AST, evidence: Evidence) -> None:
+        raise NotImplementedError
+
+    def check(self, test: ast.expr, meaning: Meaning, cuda_arm: list, other_arm: list) -> None:
+        raise NotImplementedError
+
+    def test(
+        self, test: ast.expr, place: Evidence | None, cuda_arm: list, other_arm: list
+    ) -> Meaning:
+        raise NotImplementedError
+
+    def method(self, node: ast.AST) -> str | None:
+        raise NotImplementedError
+
+    def summary(self, callee: ast.expr, table: dict[str, T]) -> T | None:
+        raise NotImplementedError
+
+    def expressions(
+        self, node: ast.AST, place: Evidence | None, decided: ast.AST | None = None
+    ) -> None:
+        """The conditional parts of the expressions of ``node`` (not of statements in it), each
+        use of a name of a function of the module, and each flag read as data (not as a
+        condition). ``decided``: a test, or a flag's value, whose ``and``/``or`` is checked as
+        a whole elsewhere."""
+        roots = [node] if isinstance(node, ast.expr) else list(expressions_of(node))
+        pending: list[tuple[ast.AST, bool]] = [(root, root is decided) for root in roots]
+        while pending:
+            current, condition = pending.pop()
+            if isinstance(current, ast.Name) and isinstance(current.ctx, ast.Load):
+                self._use(current.id, place)
+                flag = None if condition else self.scope.flag(current.id)
+                if flag is not None:
+                    flag.reads.append(None)  # (its value is used: more than a check)
+            elif (method := self.method(current)) is not None:
+                self._use(method, place)
+            if isinstance(current, ast.Call) and not condition:
+                for answer in self.summary(current.func, self.previous.answers) or ():
+                    answer.reads.append(None)
+            if place is None:
+                if isinstance(current, ast.IfExp):
+                    self._choice(current)
+                elif isinstance(current, ast.BoolOp):
+                    self._boolean(current, current is not decided)
+                elif isinstance(
+                    current, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+                ):
+                    self._comprehension(current)
+            pending.extend(_conditions_in(current, condition))
+
+    def _counted(
+        self, iterable: ast.expr, body: list[ast.stmt], place: Evidence | None
+    ) -> Evidence | None:
+        """``range(n)``, where ``n`` is true only on CUDA (``torch.cuda.device_count()``): the
+        loop's body runs only there, and ``n`` is its check."""
+        if not (
+            isinstance(iterable, ast.Call)
+            and dotted(iterable.func) == "range"
+            and len(iterable.args) in (1, 2)
+        ):
+            return None
+        return self.test(iterable.args[-1], place, body, []).if_true
+
+    def _choice(self, node: ast.IfExp) -> None:
+        """``a if test else b``: each arm runs only where the test says."""
+        meaning = self.conditions.meaning(node.test)
+        arms = ([node.body], [node.orelse]) if meaning.if_true else ([node.orelse], [node.body])
+        self.check(node.test, meaning, *arms)
+        for arm, evidence in ((node.body, meaning.if_true), (node.orelse, meaning.if_false)):
+            if evidence is not None:
+                self.mark_node(arm, evidence)
+
+    def _boolean(self, node: ast.BoolOp, checks: bool) -> None:
+        """``a and b``: ``b`` runs only where ``a`` holds; ``a or b``: only where it fails;
+        ``a`` is then a check, where ``checks``."""
+        for index in range(1, len(node.values)):
+            before = node.values[0]
+            if index > 1:  # (the tests before this one, as one, placed where they are)
+                last = node.values[index - 1]
+                before = ast.BoolOp(
+                    node.op, node.values[:index], lineno=node.lineno, col_offset=node.col_offset,
+                    end_lineno=last.end_lineno, end_col_offset=last.end_col_offset,
+                )  # fmt: skip
+            meaning = self.conditions.meaning(before)
+            evidence = meaning.if_true if isinstance(node.op, ast.And) else meaning.if_false
+            if evidence is not None:
+                self.mark(span(node.values[index])[0], span(node)[1], evidence)
+                if checks:
+                    self.check(before, meaning, node.values[index:], [])
+                break
+
+    def _comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+    ) -> None:
+        for generator in node.generators:
+            for condition in generator.ifs:
+                evidence = self.conditions.meaning(condition).if_true
+                if evidence is not None:
+                    results = (
+                        [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+                    )
+                    for result in results:
+                        self.mark_node(result, evidence)
+
+    def _use(self, name: str, place: Evidence | None) -> None:
+        self.summaries.uses.setdefault(name, []).append(place.line if place else None)
+
+
+def _conditions_in(node: ast.AST, condition: bool) -> list[tuple[ast.AST, bool]]:
+    """The children of ``node``, each with whether it is read as a condition: a test's parts
+    (``not``, ``and``/``or``, comparisons) inherit it; the test of ``a if t else b`` and of a
+    comprehension is one; anything else is a value."""
+    if isinstance(node, ast.IfExp):
+        return [(node.test, True), (node.body, False), (node.orelse, False)]
+    if isinstance(node, ast.comprehension):
+        return [(node.target, False), (node.iter, False), *((i, True) for i in node.ifs)]
+    inherits = isinstance(node, (ast.BoolOp, ast.Compare, ast.NamedExpr)) or (
+        isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
+    )
+    return [(child, condition and inherits) for child in ast.iter_child_nodes(node)]
+
+
+def expressions_of(statement: ast.AST) -> Iterator[ast.AST]:
+    """The expressions a statement holds itself (not those of the statements in its body)."""
+    for name, value in ast.iter_fields(statement):
+        if name in ("body", "orelse", "finalbody", "handlers", "cases", "decorator_list"):
+            continue
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(
+                item, (ast.expr, ast.withitem, ast.keyword, ast.arguments, ast.comprehension)
+            ):
+                yield item
