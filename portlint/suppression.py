@@ -24,7 +24,7 @@ PORTLINT_NOQA = re.compile(r"noqa\s*:[^\r\n]*PORT\d", re.IGNORECASE)  # one that
 ALL = None  # a suppression without codes: every code
 
 
-# What begins the reason given for an exemption after its codes: `# noqa: PORT401 -- profiler`.
+# What begins the reason given for an exemption after its codes (`noqa: PORT401 -- profiler`).
 REASON_MARKERS = ("--", "\u2014", "\u2013")
 
 
