@@ -191,6 +191,11 @@ def model_page_text() -> str:
         "`and`/`or` and comprehensions, after an early exit (`return`, `raise`, `continue`, "
         "`break`, a skip) and through names bound to them (`exit`, `none-test`, `predicate`).",
         "",
+        "A name another module of the project binds (a flag, a function that answers a test "
+        "of CUDA, a skip marker), imported by name, counts where that module says so: what "
+        "each module's top-level names hold is in the project index, and the evidence waits "
+        "for the project's join (kind `imported`).",
+        "",
         "## Recognisers",
         "",
     ]

@@ -321,6 +321,8 @@ def _visit_modelled(
     parents = wrapper.resolve(ParentProvider)
     _give_notes(job, context, positions)
     model = PlatformModel(job.tree, job.source, libraries, job.settings.guard_functions)
+    if job.notes is not None and model.pending:  # (for the project to judge: Project.judge)
+        job.notes.setdefault("platform", []).extend(model.pending_rows())
     reports = _held_back(job, context.reports, positions)
     kept, quiet = silence_where(reports, model, guardable, positions, parents)
     if job.silenced is not None:

@@ -314,3 +314,87 @@ def test_the_setting_is_checked(tmp_path):
     assert inline_table('platform-model = "flow"') == {"platform-model": "flow"}
     with pytest.raises(ConfigError, match="platform-model must be one of guards, flow"):
         inline_table('platform-model = "names"')
+
+
+UTILS = """\
+import pytest
+import torch
+
+HAS_CUDA = torch.cuda.is_available()
+
+
+def is_gpu():
+    return torch.version.cuda is not None
+
+
+def supports_bf16(device):
+    \"\"\"Whether the device has bf16 kernels.\"\"\"
+    if not torch.cuda.is_available():
+        return False
+    return torch.cuda.get_device_capability(device) >= (8, 0)
+
+
+requires_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA")
+"""
+
+
+@pytest.mark.parametrize(
+    ("imports", "code"),
+    [
+        ("from .utils import HAS_CUDA", "def f():\n    if HAS_CUDA:\n        {probe}\n"),
+        ("from .utils import HAS_CUDA", "def f(x):\n    if x and HAS_CUDA:\n        {probe}\n"),
+        (
+            "from .utils import HAS_CUDA",
+            "def f():\n    if torch.version.hip or HAS_CUDA:\n        {probe}\n",
+        ),
+        (
+            "from .utils import HAS_CUDA",
+            "def f(x):\n    return x and HAS_CUDA and {probe}\n",
+        ),
+        (
+            "from pkg.utils import is_gpu",
+            "def f():\n    if not is_gpu():\n        return\n    {probe}\n",
+        ),
+        ("from .utils import requires_gpu", "@requires_gpu\ndef test_f():\n    {probe}\n"),
+        (
+            "from elsewhere import slow\nfrom .utils import requires_gpu",
+            "@slow\n@requires_gpu\ndef test_f():\n    {probe}\n",
+        ),
+        (
+            "from .utils import supports_bf16",
+            "def f(d):\n    if supports_bf16(d):\n        {probe}\n",
+        ),
+        (
+            "from . import utils as u\nfrom .again import HAS_CUDA",
+            "def f():\n    if HAS_CUDA:\n        {probe}\n",
+        ),
+    ],
+)
+def test_what_another_module_says_of_a_name(tmp_path, imports, code):
+    """A flag, a predicate or a skip marker of another module: the evidence waits for the
+    project's join, which reads that module's exports (re-exported ones too)."""
+    from tests.helpers import run_cli
+
+    (tmp_path / "pyproject.toml").write_text("")  # (the project: the files below it)
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "utils.py").write_text(UTILS)
+    (package / "again.py").write_text("from .utils import HAS_CUDA\n")
+    source = f"import torch\n{imports}\n\n\n{code.format(probe=PROBE)}"
+    (package / "mod.py").write_text(source)
+    result = run_cli(
+        "check", "pkg/mod.py", "--no-cache", "--show-silenced", "--output-format", "concise",
+        "--config", 'platform-model = "flow"', cwd=tmp_path,
+    )  # fmt: skip
+    line = probe(source)[0]
+    assert f"pkg/mod.py:{line}:" in result.stdout.split("Silenced")[1]
+    assert "imported: " in result.stdout
+    unknown = source.replace("HAS_CUDA", "ELSEWHERE").replace("is_gpu", "is_big")
+    unknown = unknown.replace("supports_bf16", "supports_fp64")
+    (package / "mod.py").write_text(unknown.replace("requires_gpu", "parametrize_all"))
+    result = run_cli(
+        "check", "pkg/mod.py", "--no-cache", "--output-format", "concise",
+        "--config", 'platform-model = "flow"', cwd=tmp_path,
+    )  # fmt: skip
+    assert f"pkg/mod.py:{line}:" in result.stdout

@@ -511,6 +511,7 @@ class Project:
             kept = []
             for violation in violations:
                 reason = self.imported_here(violation.path, violation)
+                reason = reason or self.answered_here(violation.path, violation)
                 reason = reason or self.rebound_here(violation.path, violation)
                 if reason is None:
                     kept.append(violation)
@@ -582,6 +583,40 @@ class Project:
             return Silenced(violation, "library-import", needs.why(), line)
         found = self._imported_first(path, violation)
         return found and Silenced(violation, "library-import", found.why, found.line)
+
+    def answered_here(self, path: str, violation: Violation) -> Silenced | None:
+        """Where ``violation`` is in code whose evidence (the platform model's) waits for what a
+        name of another module of the project is (``if HAS_CUDA:``, ``@requires_gpu``, with the
+        name imported): that module's exports say it (:mod:`portlint.model.exports`)."""
+        if violation.code not in GUARDABLE or path not in self.facts:
+            return None
+        at = (violation.line, violation.col - 1)
+        rows = self.facts[path].get("notes", {}).get("platform", ())
+        for want, module, name, line, col, end_line, end_col, evidence_line in rows:
+            if not (line, col) <= at < (end_line, end_col):
+                continue
+            found = self._export(path, module, name)
+            if found is not None and found[0] == want:
+                why = f"`{name}` of `{found[2]}`: {found[1]}"
+                return Silenced(violation, "imported", why, evidence_line)
+        return None
+
+    def _export(self, path: str, module: str, name: str) -> tuple[str, str, str] | None:
+        """What the project's module ``module`` (as ``path`` imports it) exports as ``name``
+        (its kind and why, and the module's path), following re-exports."""
+        module = self._absolute(path, module)
+        for _ in range(MAX_REEXPORTS):
+            if module not in self.path_of or f"{module}.{name}" in self.path_of:
+                return None
+            module_path = self.path_of[module]
+            found = self.facts[module_path].get("platform", {}).get(name)
+            if found is not None:
+                return found[0], found[1], self.shown(module_path)
+            reexport = self._bindings(module).get(name)
+            if reexport is None or not reexport[0] or not reexport[1]:
+                return None
+            module, name = self._absolute(module_path, reexport[0]), reexport[1]
+        return None
 
     def rebound_here(self, path: str, violation: Violation) -> Silenced | None:
         """Where ``violation`` names a ``torch.cuda`` attribute that the project rebinds to its

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from portlint.facts import EXIT_CALLS
 from portlint.index.kernels import kernels_in
+from portlint.model.exports import exports
 from portlint.platform import (
     SWAPPED,
     count_says_cuda,
@@ -935,6 +936,7 @@ def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
         "cuda_names": _cuda_names(reader, questions),
         "fixtures": pytest_fixtures(tree, questions),
         "fixture_requests": fixture_requests(tree),
+        "platform": exports(tree),  # (what the platform model's pending evidence asks)
     }
 
 

@@ -16,7 +16,7 @@ import ast
 from collections.abc import Iterable
 from typing import Any
 
-from portlint.model.conditions import Evidence, bindings_of, resolver
+from portlint.model.conditions import Evidence, bindings_of, origins_of, resolver
 from portlint.model.flow import Flow
 from portlint.model.places import Check, Region, Summaries
 from portlint.model.recognisers import Recognisers
@@ -32,6 +32,7 @@ class ModuleText:
         self.tree = tree
         self.lines = source.splitlines()
         self.resolve = resolver(bindings_of(tree))
+        self.origins = origins_of(tree)
         self.guard_functions = frozenset(guard_functions)
 
     def segment(self, node: Any) -> str:
@@ -78,6 +79,7 @@ class PlatformModel:
                 break
             summaries = flow.summaries
         self.regions: list[Region] = flow.regions
+        self.pending: list[Region] = flow.pending
         self.checks: list[Check] = flow.checks
         self.needed: frozenset[int] = frozenset(flow.needed)
         self.implied: dict[int, frozenset] = flow.implied
@@ -110,6 +112,29 @@ class PlatformModel:
             if found.confines(needs):
                 return found.evidence
         return None
+
+    def pending_rows(self) -> list[list]:
+        """The regions whose evidence waits for what another module says (the project's to
+        judge: :meth:`portlint.index.project.Project.judge`), as JSON-ready rows: what must be
+        said (``want``), of which name of which module (as imported), and where the region is
+        (lines, and columns in characters, as findings count them) and its evidence's line."""
+        rows = []
+        for region in self.pending:
+            parts = region.evidence.why.split(" ")
+            if len(parts) != 3:  # (pending evidence says what it waits for: `pending()`)
+                continue
+            want, module, name = parts
+            start, end = self._columns(region.start), self._columns(region.end)
+            rows.append([want, module, name, *start, *end, region.evidence.line])
+        return rows
+
+    def _columns(self, point: tuple[int, int]) -> tuple[int, int]:
+        """``(line, byte offset)`` as ``(line, character offset)``."""
+        line, offset = point
+        text = self.text.lines[line - 1] if 0 < line <= len(self.text.lines) else ""
+        return line, offset if text.isascii() else len(
+            text.encode()[:offset].decode(errors="replace")
+        )
 
 
 def _learnt(summaries: Summaries) -> tuple:

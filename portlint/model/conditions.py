@@ -58,8 +58,25 @@ class Meaning:
     def known(self) -> bool:
         return self.if_true is not None or self.if_false is not None
 
+    @property
+    def waits(self) -> bool:
+        """Whether what it says waits for another module (:data:`PENDING`)."""
+        return is_pending(self.if_true) or is_pending(self.if_false)
+
 
 UNKNOWN = Meaning()
+# The kind of evidence that another module's answer decides (:meth:`Conditions.imported`).
+PENDING = "pending"
+
+
+def pending(want: str, module: str, name: str) -> str:
+    """What pending evidence waits for: that ``name`` of ``module`` (as the import wrote it:
+    ``.utils``) is, by the module's exports (:func:`portlint.model.exports.exports`), ``want``."""
+    return f"{want} {module} {name}"
+
+
+def is_pending(evidence: Evidence | None) -> bool:
+    return evidence is not None and evidence.kind == PENDING
 
 
 @dataclass(frozen=True)
@@ -124,12 +141,14 @@ class Conditions:
         calls: Callable[[ast.Call], Meaning | None],
         segment: Callable[[Any], str],
         guard_functions: frozenset[str] = frozenset(),
+        origins: Mapping[str, tuple[str, str]] | None = None,
     ) -> None:
         self.resolve = resolve
         self.bound = bound
         self.calls = calls
         self.segment = segment
         self.guard_functions = guard_functions
+        self.origins = origins or {}  # a name `from m import n` binds -> (m, n)
 
     def meaning(self, test: ast.expr) -> Meaning:
         """What ``test`` being true or false says of the platform."""
@@ -145,12 +164,24 @@ class Conditions:
         if said:
             return self.holds(test, said)
         if isinstance(test, ast.Name):
-            return self.bound(test.id) or UNKNOWN
+            return self.bound(test.id) or self.imported(test, test.id, "test")
         if isinstance(test, ast.Attribute) and (dotted(test) or "").count(".") == 1:
             return self.bound(dotted(test) or "") or UNKNOWN  # `self.alt_stream`
         if isinstance(test, ast.Call):
-            return self.calls(test) or UNKNOWN
+            called = self.calls(test)
+            if called is None and isinstance(test.func, ast.Name):
+                return self.imported(test, test.func.id, "test")
+            return called or UNKNOWN
         return UNKNOWN
+
+    def imported(self, node: ast.expr, name: str, want: str) -> Meaning:
+        """A name another module of the project binds (``from .utils import HAS_CUDA``): what it
+        means is known only once the project is joined, so the evidence is pending
+        (:data:`PENDING`; ``want``: what the other module must say of it, :func:`pending`)."""
+        source = self.origins.get(name)
+        if source is None:
+            return UNKNOWN
+        return Meaning(if_true=Evidence(PENDING, pending(want, *source), node.lineno))
 
     def holds(self, test: ast.expr, kind: str) -> Meaning:
         """True only on CUDA: ``kind`` of evidence, ``test``'s code as what says so."""
@@ -158,17 +189,21 @@ class Conditions:
 
     def _boolean(self, test: ast.BoolOp) -> Meaning:
         parts = [self.meaning(value) for value in test.values]
+        parts.sort(key=lambda part: part.waits)  # (what is known first)
         if isinstance(test.op, ast.And):  # true: every part held; false: one failed
             if_true = next((p.if_true for p in parts if p.if_true), None)
-            if_false = parts[0].if_false if all(p.if_false for p in parts) else None
+            if_false = _every([p.if_false for p in parts])
         else:  # true: one part held; false: every part failed
-            if_true = parts[0].if_true if all(p.if_true for p in parts) else None
+            if_true = _every([p.if_true for p in parts])
             if_false = next((p.if_false for p in parts if p.if_false), None)
-        if if_true is not None:
-            if_true = Evidence(if_true.kind, f"`{self.segment(test)}`", test.lineno)
-        if if_false is not None:
-            if_false = Evidence(if_false.kind, f"`{self.segment(test)}`", test.lineno)
-        return Meaning(if_true, if_false)
+        return Meaning(self._whole(test, if_true), self._whole(test, if_false))
+
+    def _whole(self, test: ast.BoolOp, part: Evidence | None) -> Evidence | None:
+        """The evidence of a part, said of the whole ``and``/``or`` (pending evidence stays
+        what it waits for)."""
+        if part is None or is_pending(part):
+            return part
+        return Evidence(part.kind, f"`{self.segment(test)}`", test.lineno)
 
     def _query(self, test: ast.expr) -> str | None:
         """The kind of a query that is true only on CUDA, asked as a value or a call."""
@@ -253,12 +288,12 @@ def _all_cuda(node: ast.expr) -> bool:
     )
 
 
-def bindings_of(tree: ast.Module) -> Mapping[str, str]:
+def bindings_of(tree: ast.Module, top: bool = False) -> Mapping[str, str]:
     """What the names that the module's imports bind stand for, anywhere in it (``import
     torch.cuda as tc`` binds ``tc`` to ``torch.cuda``; ``from torch import cuda`` binds
-    ``cuda``). A name the module binds otherwise too is left out."""
+    ``cuda``); with ``top``, its top-level imports only (a cheaper read)."""
     found: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in tree.body if top else ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 local = alias.asname or alias.name.partition(".")[0]
@@ -266,6 +301,27 @@ def bindings_of(tree: ast.Module) -> Mapping[str, str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             for alias in node.names:
                 found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return found
+
+
+def _every(evidence: list[Evidence | None]) -> Evidence | None:
+    """The evidence of parts that must all say so: none where one does not, pending where one
+    waits for another module."""
+    if not evidence or any(e is None for e in evidence):
+        return None
+    return next((e for e in evidence if is_pending(e)), evidence[0])
+
+
+def origins_of(tree: ast.Module) -> dict[str, tuple[str, str]]:
+    """The names the module's top-level ``from ... import`` statements bind, with the module as
+    written (``.utils`` for a relative import) and the name there."""
+    found: dict[str, tuple[str, str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or node.level):
+            module = "." * node.level + (node.module or "")
+            for alias in node.names:
+                if alias.name != "*":
+                    found[alias.asname or alias.name] = (module, alias.name)
     return found
 
 

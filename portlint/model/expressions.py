@@ -9,7 +9,7 @@ import ast
 from collections.abc import Iterator
 from typing import TypeVar
 
-from portlint.model.conditions import Conditions, Evidence, Meaning
+from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending
 from portlint.model.places import Scope, Summaries, span
 from portlint.platform import dotted
 
@@ -115,7 +115,8 @@ class Expressions:
                 self.mark(span(node.values[index])[0], span(node)[1], evidence)
                 if checks:
                     self.check(before, meaning, node.values[index:], [])
-                break
+                if not is_pending(evidence):  # (what waits may not hold: the next may)
+                    break
 
     def _comprehension(
         self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp

@@ -22,10 +22,9 @@ accelerator the code runs on the CPU, which is the finding.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from typing import TypeVar
 
-from portlint.model.conditions import Conditions, Evidence, Meaning
+from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending
 from portlint.model.expressions import Expressions
 from portlint.model.places import (
     END,
@@ -42,6 +41,7 @@ from portlint.model.places import (
     falls_back_to_cpu,
     leaves,
     names_another_device,
+    own,
     span,
 )
 from portlint.platform import TRY_STAR, dotted
@@ -59,12 +59,18 @@ class Flow(Expressions):
         self.tree: ast.Module = module.tree
         self.segment = module.segment
         self.conditions = Conditions(
-            module.resolve, self._bound, self._called, module.segment, module.guard_functions
+            module.resolve,
+            self._bound,
+            self._called,
+            module.segment,
+            module.guard_functions,
+            module.origins,
         )
         self.recognisers = recognisers
         self.previous = previous
         self.summaries = Summaries()
         self.regions: list[Region] = []
+        self.pending: list[Region] = []  # (decided by what another module says: the project's)
         self.checks: list[Check] = []
         # The lines of tests whose evidence covers a use of a CUDA-only library.
         self.needed: set[int] = set()
@@ -90,7 +96,11 @@ class Flow(Expressions):
 
     # --- regions --------------------------------------------------------------------------
     def mark(self, start: tuple[int, int], end: tuple[int, int], evidence: Evidence) -> None:
-        self.regions.append(Region(start, end, evidence))
+        """Code from ``start`` to ``end`` runs only on CUDA by ``evidence``; where that waits
+        for another module's answer, the region waits too (:attr:`pending`)."""
+        (self.pending if is_pending(evidence) else self.regions).append(
+            Region(start, end, evidence)
+        )
 
     def mark_node(self, node: ast.AST, evidence: Evidence) -> None:
         self.mark(*span(node), evidence)
@@ -99,7 +109,7 @@ class Flow(Expressions):
         """``test`` decides code by ``meaning``: it is a check, unless the other arm falls back
         to the CPU (then a CUDA query in it stays a finding); so are the tests that the flags it
         reads were bound to, where every branch that reads them is a check."""
-        if not meaning.known:
+        if not meaning.known or meaning.waits:
             return
         decided = meaning.if_true or meaning.if_false
         assert decided is not None
@@ -156,7 +166,7 @@ class Flow(Expressions):
                     self.mark(span(body[0])[0], END, after)
                 elif rest:
                     self.mark(*block_span(rest), after)
-                place = after
+                place = known(after)
         return place
 
     def statement(self, node: ast.stmt, place: Evidence | None) -> Evidence | None:
@@ -209,7 +219,7 @@ class Flow(Expressions):
     def arm(self, body: list[ast.stmt], place: Evidence | None, evidence: Evidence | None) -> None:
         if body and place is None and evidence is not None:
             self.mark(*block_span(body), evidence)
-        self.block(body, place or evidence)
+        self.block(body, place or known(evidence))
 
     def test(
         self, test: ast.expr, place: Evidence | None, cuda_arm: list, other_arm: list
@@ -264,6 +274,7 @@ class Flow(Expressions):
         scopes, self.class_scopes = self.class_scopes, []
         nested, self.nested = self.nested, True
         returns, self.returns_anywhere = self.returns_anywhere, False
+        evidence = known(evidence)
         end = self.block(node.body, evidence)
         returned, self.returns_anywhere = self.returns_anywhere, returns
         self.scope, self.classes, self.siblings = outer, classes, siblings
@@ -275,11 +286,11 @@ class Flow(Expressions):
 
     def _predicate(self, name: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         """Whether every ``return`` of the function is a test that holds only on CUDA."""
-        returns = [r for r in _own(node) if isinstance(r, ast.Return)]
-        if not returns or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own(node)):
+        returns = [r for r in own(node) if isinstance(r, ast.Return)]
+        if not returns or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own(node)):
             return
         meanings = [self.conditions.meaning(r.value) if r.value else Meaning() for r in returns]
-        if all(m.if_true for m in meanings):
+        if all(m.if_true and not is_pending(m.if_true) for m in meanings):
             first = meanings[0].if_true
             assert first is not None
             why = f"`{name}()` answers {first.why}"
@@ -302,7 +313,7 @@ class Flow(Expressions):
         outer, self.scope = self.scope, Scope(self.scope)
         self.class_scopes.append(self.scope)
         constructing, self.constructed = self.constructed, constructed
-        self.block(node.body, evidence)
+        self.block(node.body, known(evidence))
         self.scope, self.constructed = outer, constructing
         self.classes.pop()
         self.siblings.pop()
@@ -321,10 +332,12 @@ class Flow(Expressions):
         meaning = Meaning()
         if not isinstance(node, ast.AugAssign):
             meaning = self.conditions.meaning(value)
+            if meaning.waits:
+                meaning = Meaning()  # (a name of another module: no flag of this one)
             if place is None and not meaning.known:
                 self._supported(value)
             if isinstance(value, ast.IfExp) and place is None:
-                place = self._made_in_choice(value)
+                place = known(self._made_in_choice(value))
         for target in targets:
             name = target.id if isinstance(target, ast.Name) else None
             scope = self.scope
@@ -405,14 +418,11 @@ def _checked(meaning: Meaning, test: ast.expr) -> Evidence:
 
 def _exit(evidence: Evidence | None) -> Evidence | None:
     """The rest of a block after an exit that leaves where the test said otherwise."""
-    return Evidence("exit", f"an exit unless {evidence.why}", evidence.line) if evidence else None
+    if evidence is None or is_pending(evidence):
+        return evidence
+    return Evidence("exit", f"an exit unless {evidence.why}", evidence.line)
 
 
-def _own(function: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a function's own code, not of the functions and classes it defines."""
-    pending = list(ast.iter_child_nodes(function))
-    while pending:
-        node = pending.pop()
-        yield node
-        if not isinstance(node, (*FUNCTIONS, ast.ClassDef, ast.Lambda)):
-            pending.extend(ast.iter_child_nodes(node))
+def known(evidence: Evidence | None) -> Evidence | None:
+    """``evidence``, where it does not wait for another module: what code is under."""
+    return None if is_pending(evidence) else evidence

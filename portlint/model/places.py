@@ -6,6 +6,7 @@ CPU)."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -207,3 +208,13 @@ class Scope:
                 return scope.flags.get(name)
             scope = scope.outer
         return None
+
+
+def own(function: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function's own code, not of the functions and classes it defines."""
+    pending = list(ast.iter_child_nodes(function))
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (*FUNCTIONS, ast.ClassDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))

@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass
 
 from portlint.facts import OTHER_DEVICES
-from portlint.model.conditions import Evidence
+from portlint.model.conditions import PENDING, Evidence, is_pending, pending
 from portlint.model.places import SET_UP, Check, span
 from portlint.platform import dotted, extension_build, first_import_of, library_bindings
 
@@ -250,7 +250,7 @@ class Recognisers:
     def __init__(self, tree: ast.Module, libraries: tuple[str, ...]) -> None:
         self.libraries = libraries
         self.bound = library_bindings(tree, libraries)  # a name -> the library it is
-        self.markers = _markers(tree)
+        self.markers = markers_of(tree)
 
     def module(self, tree: ast.Module) -> Evidence | None:
         """Why the whole module runs only on CUDA: it builds a CUDA extension as it is imported,
@@ -267,10 +267,14 @@ class Recognisers:
         flow,
         nested: bool = False,
     ) -> Evidence | None:
-        """Why a function or a class runs only on CUDA, by a row of the table."""
+        """Why a function or a class runs only on CUDA, by a row of the table (a decorator whose
+        answer waits for another module marks a pending region of its own, and the next is
+        asked)."""
         for decorator in node.decorator_list:
             found = self._marker(decorator, flow) or self._registered(decorator)
-            if found is not None:
+            if is_pending(found):
+                flow.mark_node(node, found)
+            elif found is not None:
                 return found
         previous = flow.previous
         if isinstance(node, ast.ClassDef):
@@ -333,7 +337,12 @@ class Recognisers:
         named = decorator.func if isinstance(decorator, ast.Call) else decorator
         if isinstance(named, ast.Name) and named.id in self.markers:
             found = self._marker(self.markers[named.id], flow)
-            return found and Evidence(found.kind, f"`@{named.id}`: {found.why}", found.line)
+            if found is None or is_pending(found):
+                return found
+            return Evidence(found.kind, f"`@{named.id}`: {found.why}", found.line)
+        if isinstance(named, ast.Name) and named.id in flow.conditions.origins:
+            origin = flow.conditions.origins[named.id]  # (a marker another module defines?)
+            return Evidence(PENDING, pending("marker", *origin), decorator.lineno)
         if not (isinstance(decorator, ast.Call) and decorator.args):
             return None
         last = (dotted(decorator.func) or "").rsplit(".", 1)[-1]
@@ -342,8 +351,8 @@ class Recognisers:
         test = decorator.args[0]
         meaning = flow.conditions.meaning(test)
         evidence = meaning.if_false if last in SKIP_IF else meaning.if_true
-        if evidence is None:
-            return None
+        if evidence is None or is_pending(evidence):
+            return evidence
         why = f"the skip {evidence.why} decides CUDA-only code"
         flow.checks.append(
             Check(*span(test), Evidence("check", why, test.lineno), ((decorator.lineno, False),))
@@ -395,7 +404,7 @@ class Recognisers:
         return None
 
 
-def _markers(tree: ast.Module) -> dict[str, ast.Call]:
+def markers_of(tree: ast.Module) -> dict[str, ast.Call]:
     """The module's names for a skip marker: ``requires_cuda = pytest.mark.skipif(...)``, or a
     function that returns one applied (``return unittest.skipUnless(...)(test)``)."""
     found: dict[str, ast.Call] = {}
