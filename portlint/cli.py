@@ -34,7 +34,7 @@ from portlint.findings import Silenced, Violation, applicable, split_lines
 from portlint.formats import FORMATS, Context, OutputFormat, repository_root
 from portlint.index.project import Project
 from portlint.registry import BrokenRules, all_rules, check_catalog_lists_every_rule
-from portlint.reporters import fixed_summary, fixes_report, summary
+from portlint.reporters import fixed_summary, fixes_report, held_back, summary
 from portlint.settings import Settings
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -479,7 +479,9 @@ def _check(options: CheckOptions, report: Report) -> int:
             click.echo(f"portlint: wrote {count} findings to {options.write_baseline}", err=True)
             return EXIT_ERROR if failed else EXIT_CLEAN
         if options.baseline is not None:
+            before = len(violations)
             violations = new_findings(options.baseline, violations)
+            report.held = before - len(violations)
     except BaselineError as error:
         raise UsageError(str(error)) from None
     if options.show_fixes:
@@ -542,6 +544,7 @@ class Report:
         self.sources: dict[str, str] = {}
         self.silenced: list[Silenced] | None = None
         self.kept: list[str] | None = [] if options.output_file is not None else None
+        self.held = 0  # (findings the baseline holds back: said in the summary)
 
     def write(self, text: str, err: bool = False) -> None:
         if self.kept is not None and not err:
@@ -573,6 +576,8 @@ class Report:
         if options.format.for_people and not options.quiet and not options.show_statistics:
             baseline = options.baseline is not None
             text = summary(violations, fixed, options.unsafe_fixes, unchecked, baseline)
+            if self.held:
+                text += f"\n{held_back(self.held)}"
             self.write(text + "\n", err=err)
 
 

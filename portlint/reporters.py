@@ -85,6 +85,11 @@ def summary(
     return "\n".join(lines)
 
 
+def held_back(count: int) -> str:
+    """What a run with ``--baseline`` leaves out: the findings the baseline holds."""
+    return f"({count} {'finding' if count == 1 else 'findings'} that the baseline holds not shown.)"
+
+
 def fixed_summary(fixed: int, violations: list[Violation], unsafe_fixes: bool) -> str:
     """What ``--fix-only`` says, as ruff's: the fixes applied, and the unsafe fixes left in
     ``violations`` (what remains)."""
