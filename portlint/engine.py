@@ -241,6 +241,12 @@ def lint_source(
     return judged_alone(path, source, settings, found, notes)
 
 
+def flow_model(settings: Settings) -> bool:
+    """Whether the platform model (``platform-model = "flow"``) decides where code runs: then
+    the project index's facts hold its places (:func:`portlint.index.reading.read_module`)."""
+    return settings.platform_model == "flow"
+
+
 def judged_alone(
     path: str, source: str, settings: Settings, found: list[Violation], notes: dict[str, list]
 ) -> list[Violation]:
@@ -253,7 +259,7 @@ def judged_alone(
     tree = parse_ast(source)
     if tree is None:
         return found
-    alone = {**read_module(tree, frozenset()), "notes": notes}
+    alone = {**read_module(tree, frozenset(), flow_model(settings)), "notes": notes}
     return sorted(Project({path: alone}, settings).judge(found, None))
 
 
@@ -292,7 +298,11 @@ def fix_source(
             return lint_source(path, text, settings)
         tree = python_verdict(path, text)
         module = tree if isinstance(tree, ast.Module) else None
-        facts = read_module(module, project.packages) if module is not None else None
+        facts = (
+            read_module(module, project.packages, flow_model(settings))
+            if module is not None
+            else None
+        )
         found = lint_source(path, text, settings, tree=tree, facts=facts)
         if facts is not None:
             project.update(path, facts)
@@ -466,7 +476,11 @@ def _job_outcome(job: Job) -> Outcome:
             if job.codes:
                 tree = python_verdict(job.path, job.source)
                 module = tree if isinstance(tree, ast.Module) else None
-            facts = read_module(module, job.packages) if module is not None else None
+            facts = (
+                read_module(module, job.packages, flow_model(job.settings))
+                if module is not None
+                else None
+            )
         found: list[Violation] = []
         noted: dict | None = {} if job.project else None  # (lint_source puts the notes in it)
         if job.codes:
@@ -528,8 +542,9 @@ def lint_files(
         if found is not None:
             return RunResult(sorted(found), files_checked=len(files))
     packages = _top_packages([*files, *others]) if project else None
-    store = IndexStore(cache.folder, packages) if cache and packages is not None else None
-    facts = Facts(store, packages or frozenset())
+    placed = flow_model(settings)
+    store = IndexStore(cache.folder, packages, placed) if cache and packages is not None else None
+    facts = Facts(store, packages or frozenset(), placed)
     early: dict[str, tuple[bytes, os.stat_result, str]] = {}  # files read before the run
     given = cache
     if packages is not None:

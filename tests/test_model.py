@@ -130,6 +130,23 @@ def test_every_row_is_documented_once():
             "    if torch.cuda.is_available():\n        run(work)\n",
             "callers",
         ),
+        # a use inside the part of an expression that a test decides
+        (
+            f"def _sync(x):\n    {PROBE}\n\ndef ok(x):\n    return x.is_cuda and (x.ndim or _sync(x))\n",
+            "callers",
+        ),
+        (f"def _sync():\n    {PROBE}\n\nys = [_sync() for d in ds if d.is_cuda]\n", "callers"),
+        (
+            "def requires_cuda(fn):\n    @functools.wraps(fn)\n    def run(*args):\n"
+            "        if not torch.cuda.is_available():\n            pytest.skip('CUDA')\n"
+            f"        return fn(*args)\n\n    return run\n\n@requires_cuda\ndef test_x():\n    {PROBE}\n",
+            "skip-marker",
+        ),
+        (
+            "@torch.library.custom_op('m::op', mutates_args=(), device_types='cuda')\n"
+            f"def op(x):\n    {PROBE}\n",
+            "registered-kernel",
+        ),
         # names bound to a test, values made only on CUDA, predicates of the module
         (f"USE = torch.cuda.is_available()\nif USE:\n    {PROBE}\n", "torch-query"),
         (
@@ -180,6 +197,11 @@ def test_flow_shapes(source, kind):
         f"s = None\nif torch.cuda.is_available():\n    s = make()\nelse:\n    s = other()\nif s:\n    {PROBE}\n",
         f"USE = torch.cuda.is_available()\nUSE = True\nif USE:\n    {PROBE}\n",  # rebound
         f"def is_gpu():\n    return True\n\nif is_gpu():\n    {PROBE}\n",
+        "def logged(fn):\n    def run(*args):\n        if not torch.cuda.is_available():\n"
+        f"            print('no CUDA')\n        return fn(*args)\n\n    return run\n\n@logged\n"
+        f"def test_x():\n    {PROBE}\n",
+        "@torch.library.custom_op('m::op', mutates_args=(), device_types=('cuda', 'cpu'))\n"
+        f"def op(x):\n    {PROBE}\n",
     ],
 )
 def test_what_does_not_confine(source):
@@ -335,6 +357,15 @@ def supports_bf16(device):
 
 
 requires_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA")
+
+
+def on_gpu(fn):
+    def run(*args):
+        if not torch.cuda.is_available():
+            pytest.skip("CUDA")
+        return fn(*args)
+
+    return run
 """
 
 
@@ -356,6 +387,7 @@ requires_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA")
             "def f():\n    if not is_gpu():\n        return\n    {probe}\n",
         ),
         ("from .utils import requires_gpu", "@requires_gpu\ndef test_f():\n    {probe}\n"),
+        ("from .utils import on_gpu", "@on_gpu\ndef test_f():\n    {probe}\n"),
         (
             "from elsewhere import slow\nfrom .utils import requires_gpu",
             "@slow\n@requires_gpu\ndef test_f():\n    {probe}\n",
@@ -392,9 +424,29 @@ def test_what_another_module_says_of_a_name(tmp_path, imports, code):
     assert "imported: " in result.stdout
     unknown = source.replace("HAS_CUDA", "ELSEWHERE").replace("is_gpu", "is_big")
     unknown = unknown.replace("supports_bf16", "supports_fp64")
-    (package / "mod.py").write_text(unknown.replace("requires_gpu", "parametrize_all"))
+    unknown = unknown.replace("requires_gpu", "parametrize_all").replace("on_gpu", "logged")
+    (package / "mod.py").write_text(unknown)
     result = run_cli(
         "check", "pkg/mod.py", "--no-cache", "--output-format", "concise",
         "--config", 'platform-model = "flow"', cwd=tmp_path,
     )  # fmt: skip
     assert f"pkg/mod.py:{line}:" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("call", "kind"),
+    [
+        ('monkeypatch.setattr(torch.cuda, "is_available", lambda: True)', "patch"),
+        ('mock.patch.object(torch.cuda, "is_available", return_value=True)', "patch"),
+        ('hasattr(torch.cuda, "is_bf16_supported")', "probe"),
+        ("getattr(torch, name, torch.cuda)", "default"),
+    ],
+)
+def test_what_is_named_but_not_used(call, kind):
+    """A patch's target, a probe, a default for a device torch has no module for: no device is
+    asked for the API there."""
+    found, silenced = lint(f"import torch\n\ndef f(monkeypatch, mock, name):\n    {call}\n")
+    assert found == []
+    assert [s.kind for s in silenced] == [kind]
+    used = "import torch\n\ndef f(name):\n    run(torch.cuda, name)\n"
+    assert [code for *_, code in lint(used)[0]] == ["PORT409"]

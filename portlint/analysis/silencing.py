@@ -17,6 +17,7 @@ from libcst.metadata import CodeRange
 
 from portlint.analysis.guards import GuardAnalysis, Silence
 from portlint.analysis.messages import only_reported
+from portlint.analysis.uses import not_used
 from portlint.model import PlatformModel
 from portlint.rule import Report
 
@@ -114,6 +115,12 @@ def silence_where(
                     Silence("message", why, quoted=message),
                     positions[message].start.line,
                 )
+        if reason is None and report.code in guardable:
+            unused = not_used(report.node, parents)
+            if unused is not None:
+                kind, why, call = unused
+                reason = Silence(kind, why, quoted=call)
+                line = positions[call].start.line
         if reason is None:
             kept.append(report)
         else:

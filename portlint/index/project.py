@@ -150,6 +150,8 @@ class Project:
         self._bound: dict[str, dict[str, list]] = {}  # per module, its bindings by local name
         self._shown: dict[str, str] = {}
         inferences = settings.platform_inferences
+        # (With the platform model, a use's place is the model's: `placed` of the facts.)
+        self.flow = settings.platform_model == "flow"
         self.callers = "callers" in inferences
         self.tests = "tests" in inferences
         self._conftests: dict[str, str] | None = None  # by folder (absolute), once asked for
@@ -257,17 +259,27 @@ class Project:
     def _join(self) -> None:
         for path, data in self.facts.items():
             named: dict[str, tuple[str, str] | str | None] = {}  # (a module names a name often)
-            for row, (name, _, guarded, unit) in enumerate(data["uses"]):
+            for row, (name, _, _, unit) in enumerate(data["uses"]):
                 if name not in named:
                     named[name] = self._resolve(path, name)
                 target = named[name]
                 if isinstance(target, tuple) and not _within(unit, path, target, self.module_of):
-                    self.sites[target].append(Site(path, "uses", row, bool(guarded), unit))
-            for row, (module, _, guarded, unit, _, _) in enumerate(data["imports"]):
+                    guarded = self.guarded(path, "uses", row)
+                    self.sites[target].append(Site(path, "uses", row, guarded, unit))
+            for row, (module, *_, unit, _, _) in enumerate(data["imports"]):
                 absolute = self._absolute(path, module)
                 if absolute in self.path_of and absolute != self.module_of[path]:
-                    site = Site(path, "imports", row, bool(guarded), unit)
+                    site = Site(path, "imports", row, self.guarded(path, "imports", row), unit)
                     self.importers[absolute].append(site)
+
+    def guarded(self, path: str, kind: str, row: int) -> bool:
+        """Whether the use (``kind`` "uses") or the import ("imports") of row ``row`` of the
+        facts of ``path`` runs only on CUDA by itself: where the platform model places it, with
+        the model; else by the guard analysis of the index's reader."""
+        facts = self.facts[path]
+        if self.flow:
+            return facts["placed"][KINDS.index(kind)][row] >= 0
+        return bool(facts[kind][row][2])
 
     def _unimportable(self) -> None:
         """The modules that import, at their top level and unconditionally, a library that
@@ -297,8 +309,8 @@ class Project:
             package = module.rpartition(".")[0]
             if package:  # (a package: module names stop at a folder without `__init__.py`)
                 members[package].append(module)
-            for row, (name, _, guarded, unit, certain, _) in enumerate(data["imports"]):
-                if unit == "" and certain and not guarded:
+            for row, (name, _, _, unit, certain, _) in enumerate(data["imports"]):
+                if unit == "" and certain and not self.guarded(path, "imports", row):
                     target = self._absolute(path, name)
                     if target in self.path_of:
                         importers[target].append((module, target, row))
@@ -328,6 +340,10 @@ class Project:
                 self.confined_modules.setdefault(module, needs.why())
         root = self.settings.root
         for path, data in self.facts.items():
+            if self.flow:
+                if data["confined"] is not None:  # (the model's: `PlatformModel.whole`)
+                    self.confined_modules[self.module_of[path]] = data["confined"][1]
+                continue
             own = module_platform_from(
                 path,
                 root,
@@ -504,14 +520,16 @@ class Project:
         """What stands of ``violations`` once the project has spoken: the silences of
         :meth:`silence_all`, then the int64 findings judged by their consumers
         (:mod:`portlint.index.int64`). With the platform model (``platform-model = "flow"``),
-        of the project's account only the imports of modules that cannot be imported without a
-        CUDA-only library and its rebinds of ``torch.cuda`` attributes are asked (the model has
-        no summaries of functions across modules yet)."""
+        the project's account is the imports of modules that cannot be imported without a
+        CUDA-only library, the answers to the model's pending evidence, the functions, classes
+        and modules whose every use the model places in CUDA-only code, and the rebinds of
+        ``torch.cuda`` attributes."""
         if self.settings.platform_model == "flow":
             kept = []
             for violation in violations:
                 reason = self.imported_here(violation.path, violation)
                 reason = reason or self.answered_here(violation.path, violation)
+                reason = reason or self.confined_here(violation.path, violation)
                 reason = reason or self.rebound_here(violation.path, violation)
                 if reason is None:
                     kept.append(violation)
@@ -546,10 +564,8 @@ class Project:
         if violation.code not in GUARDABLE or path not in self.facts:
             return None
         module = self.module_of[path]
-        confined = self.confined_modules.get(module)
-        if isinstance(confined, list):
-            why = f"every import of the module runs only on CUDA: {self._named(confined)}"
-            return Silenced(violation, "callers", why, 0)
+        if isinstance(self.confined_modules.get(module), list):
+            return self.confined_here(path, violation)
         needs = self.unimportable.get(module)
         if needs is not None and needs.via:
             line = self.facts[needs.path]["imports"][needs.row][1] if needs.row >= 0 else 0
@@ -563,14 +579,24 @@ class Project:
         requested = self._requests_cuda_fixture(path, violation)
         if requested is not None:
             return requested
-        data = self.facts[path]
+        return self.confined_here(path, violation) or self.rebound_here(path, violation)
+
+    def confined_here(self, path: str, violation: Violation) -> Silenced | None:
+        """Where ``violation`` is in a module whose every import in the project runs only on
+        CUDA, or in a function or class whose every use does."""
+        if violation.code not in GUARDABLE or path not in self.facts:
+            return None
+        confined = self.confined_modules.get(self.module_of[path])
+        if isinstance(confined, list):
+            why = f"every import of the module runs only on CUDA: {self._named(confined)}"
+            return Silenced(violation, "callers", why, 0)
         unit = self._unit_of(violation)
-        if unit is not None:
-            sites = self.confined_units[unit]
-            start = next(row[1] for row in data["units"] if row[0] == unit[1])
-            why = f"every use of `{unit[1]}` in the project runs only on CUDA: {self._named(sites)}"
-            return Silenced(violation, "callers", why, start)
-        return self.rebound_here(path, violation)
+        if unit is None:
+            return None
+        sites = self.confined_units[unit]
+        start = next(row[1] for row in self.facts[path]["units"] if row[0] == unit[1])
+        why = f"every use of `{unit[1]}` in the project runs only on CUDA: {self._named(sites)}"
+        return Silenced(violation, "callers", why, start)
 
     def imported_here(self, path: str, violation: Violation) -> Silenced | None:
         """Where ``violation`` is in a module that imports, or follows in its block an import
@@ -815,6 +841,8 @@ def join_shape(facts: dict[str, Any]) -> str:
         [row[:3] for row in facts["bindings"]],
         [[name, bool(guarded), unit] for name, _, guarded, unit in facts["uses"]],
         [[m, bool(guarded), unit, certain] for m, _, guarded, unit, certain, _ in facts["imports"]],
+        [[line >= 0 for line in lines] for lines in facts.get("placed", ())],
+        facts.get("confined") is not None,
         [row[0] for row in facts["top_imports"]],
         [[attribute, device] for attribute, _, device in facts["rebinds"]],
     ]
@@ -832,6 +860,7 @@ def join_key(
         settings.root,
         list(settings.cuda_only_imports),
         sorted(settings.platform_inferences),
+        settings.platform_model,
     ]
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:32]
 

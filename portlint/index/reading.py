@@ -23,8 +23,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, NamedTuple
 
-from portlint.facts import EXIT_CALLS
+from portlint.facts import CUDA_ONLY_LIBRARIES, EXIT_CALLS
 from portlint.index.kernels import kernels_in
+from portlint.model import PlatformModel
 from portlint.model.exports import exports
 from portlint.platform import (
     SWAPPED,
@@ -563,6 +564,9 @@ class _Reader(ast.NodeVisitor):
         self.units: list[list[Any]] = []
         self.bindings: dict[str, list[Any]] = {}
         self.uses: list[list[Any]] = []
+        # Where each use and each import is (line, column), for the platform model to place.
+        self.use_points: list[tuple[int, int]] = []
+        self.import_points: list[tuple[int, int]] = []
         self.imports: list[list[Any]] = []
         self.rebinds: list[list[Any]] = []
         self.cuda_refs: list[list[Any]] = []
@@ -787,10 +791,12 @@ class _Reader(ast.NodeVisitor):
         code after it up to there runs only once it has)."""
         certain = not self.conditional and not self.attempted
         self.imports.append([module, node.lineno, self.guarded, self.unit, certain, self.block_end])
+        self.import_points.append((node.lineno, node.col_offset))
 
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Load):
             self.uses.append([node.id, node.lineno, self.guarded, self.unit])
+            self.use_points.append((node.lineno, node.col_offset))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         name = dotted(node)
@@ -801,6 +807,7 @@ class _Reader(ast.NodeVisitor):
         if parts[:2] == ["torch", "cuda"] and len(parts) > 2:
             self.cuda_refs.append([node.lineno, node.col_offset, parts[2]])
         self.uses.append([name, node.lineno, self.guarded, self.unit])
+        self.use_points.append((node.lineno, node.col_offset))
 
     def visit_Return(self, node: ast.Return) -> None:
         self.returns_stream = self.returns_stream or _fetches_stream(node)
@@ -905,10 +912,12 @@ def _fetches_stream(node: ast.AST) -> bool:
     )
 
 
-def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
+def read_module(tree: ast.Module, packages: frozenset[str], placed: bool = False) -> dict[str, Any]:
     """The index's facts of one module (see the module docstring), as JSON-ready lists. Only the
     uses that can name the project's code are kept: names the module defines, or imports
-    relatively or from one of ``packages`` (the top-level packages of the project)."""
+    relatively or from one of ``packages`` (the top-level packages of the project). With
+    ``placed`` (``platform-model = "flow"``), also where the platform model places each use and
+    each import."""
     questions = cuda_questions(tree)
     reader = _Reader(questions)
     reader.visit(tree)
@@ -917,15 +926,18 @@ def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
         for local, (source, _, _) in reader.bindings.items()
         if source == "" or source.startswith(".") or source.split(".")[0] in packages
     }
+    kept = [index for index, use in enumerate(reader.uses) if use[0].split(".")[0] in ours]
+    imported = [
+        index
+        for index, row in enumerate(reader.imports)
+        if row[0].split(".")[0] in packages or row[0].startswith(".")
+    ]
+    model = PlatformModel(tree, "", tuple(_foreign_to(packages))) if placed else None
     return {
         "units": reader.units,
         "bindings": [[local, *reader.bindings[local]] for local in sorted(ours)],
-        "uses": [use for use in reader.uses if use[0].split(".")[0] in ours],
-        "imports": [
-            row
-            for row in reader.imports
-            if row[0].split(".")[0] in packages or row[0].startswith(".")
-        ],
+        "uses": [reader.uses[index] for index in kept],
+        "imports": [reader.imports[index] for index in imported],
         "top_imports": [list(found) for found in top_level_imports(tree)],
         "extension": extension_build(tree),
         "rebinds": _lasting(reader.rebinds),
@@ -937,7 +949,28 @@ def read_module(tree: ast.Module, packages: frozenset[str]) -> dict[str, Any]:
         "fixtures": pytest_fixtures(tree, questions),
         "fixture_requests": fixture_requests(tree),
         "platform": exports(tree),  # (what the platform model's pending evidence asks)
+        # Where the platform model places each use and each import (the evidence's line; -1:
+        # anywhere), and the evidence that the whole module runs only on CUDA.
+        **(_placed(model, reader, kept, imported) if model else {}),
     }
+
+
+def _placed(
+    model: PlatformModel, reader: _Reader, uses: list[int], imports: list[int]
+) -> dict[str, Any]:
+    return {
+        "placed": [
+            model.placed(reader.use_points[index] for index in uses),
+            model.placed(reader.import_points[index] for index in imports),
+        ],
+        "confined": model.whole(),
+    }
+
+
+def _foreign_to(packages: frozenset[str]) -> Iterator[str]:
+    """The libraries of the default ``cuda-only-imports`` table that are not the project's own
+    (a project that is such a library imports its own modules)."""
+    return (name for name in CUDA_ONLY_LIBRARIES if name.partition(".")[0] not in packages)
 
 
 def _cuda_names(reader: _Reader, questions: CudaQuestions) -> dict[str, list[Any]]:

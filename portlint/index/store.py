@@ -46,10 +46,11 @@ SLACK = 4 << 20
 
 
 class IndexStore:
-    def __init__(self, folder: Path, packages: frozenset[str]) -> None:
-        """The store for ``packages`` in ``folder`` (the lint cache's)."""
+    def __init__(self, folder: Path, packages: frozenset[str], placed: bool = False) -> None:
+        """The store for ``packages`` in ``folder`` (the lint cache's), of facts with the
+        platform model's places or without (``placed``: :func:`~portlint.index.reading.read_module`)."""
         self.folder = folder
-        name = f"index-{table_name([build_stamp(), sorted(packages)])}"
+        name = f"index-{table_name([build_stamp(), sorted(packages), placed])}"
         self.file = folder / f"{name}.json"
         self.facts_folder = folder / name
         self.entries: dict[str, list] = load_table(self.file)
@@ -235,9 +236,12 @@ class Facts(MutableMapping[str, dict[str, Any]]):
     """Per path, a module's facts for the project index: those given, and those the store holds,
     read when first asked for (in the order the paths came)."""
 
-    def __init__(self, store: IndexStore | None, packages: frozenset[str]) -> None:
+    def __init__(
+        self, store: IndexStore | None, packages: frozenset[str], placed: bool = False
+    ) -> None:
         self.store = store
         self.packages = packages
+        self.placed = placed  # (read_module's)
         self.rows: dict[str, dict[str, Any] | list] = {}  # facts, or an entry not yet read
 
     def keep(self, path: str, entry: list) -> None:
@@ -260,11 +264,12 @@ class Facts(MutableMapping[str, dict[str, Any]]):
         from portlint.index.reading import read_module
         from portlint.speed.cut import parse_ast
 
+        empty = ast.Module(body=[], type_ignores=[])
         try:
             tree = parse_ast(read_source(path))
         except SourceError:  # (gone since: a module that says nothing)
-            return read_module(ast.Module(body=[], type_ignores=[]), self.packages)
-        facts = read_module(tree or ast.Module(body=[], type_ignores=[]), self.packages)
+            return read_module(empty, self.packages, self.placed)
+        facts = read_module(tree or empty, self.packages, self.placed)
         assert self.store is not None
         self.store.update(path, facts)
         return facts

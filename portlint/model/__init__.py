@@ -13,16 +13,20 @@ stream rules ask it through :meth:`PlatformModel.where`; it is switched on by th
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+import bisect
+import itertools
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from portlint.model.conditions import Evidence, bindings_of, origins_of, resolver
 from portlint.model.flow import Flow
-from portlint.model.places import Check, Region, Summaries
+from portlint.model.places import END, FUNCTIONS, Check, Region, Summaries
 from portlint.model.recognisers import Recognisers
+from portlint.platform import dotted
 
 MAX_PASSES = 4  # (a chain of summaries longer than this is rare; each pass is one walk)
 MAX_QUOTED = 80
+BLOCKS = ("body", "orelse", "finalbody", "handlers")  # (the fields that hold statements)
 
 
 class ModuleText:
@@ -31,12 +35,23 @@ class ModuleText:
     def __init__(self, tree: ast.Module, source: str, guard_functions: Iterable[str]) -> None:
         self.tree = tree
         self.lines = source.splitlines()
-        self.resolve = resolver(bindings_of(tree))
+        imports: list[ast.Import | ast.ImportFrom] = []
+        fixtures = set()
+        for node in _statements(tree.body):  # (the imports anywhere in it, the fixtures)
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                imports.append(node)
+            elif isinstance(node, FUNCTIONS) and any(map(_is_fixture, node.decorator_list)):
+                fixtures.add(node.name)
+        self.fixtures = frozenset(fixtures)
+        self.resolve = resolver(bindings_of(imports))
         self.origins = origins_of(tree)
         self.guard_functions = frozenset(guard_functions)
 
     def segment(self, node: Any) -> str:
-        """The code of an expression or a statement on one line, cut short where long."""
+        """The code of an expression or a statement on one line, cut short where long (none
+        where the model was given no text: the project index's, which keeps only lines)."""
+        if not self.lines:
+            return ""
         line, end = node.lineno, node.end_lineno or node.lineno
         start, stop = node.col_offset, node.end_col_offset or 0
         if line == end:
@@ -48,6 +63,26 @@ class ModuleText:
                 + [_chars(self.lines[end - 1], 0, stop).strip()]
             )
         return text if len(text) <= MAX_QUOTED else text[: MAX_QUOTED - 3].rstrip() + " ..."
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of ``body`` and of the blocks in it, at any depth (no expression is
+    walked: a statement is never in one)."""
+    pending = list(body)
+    while pending:
+        node = pending.pop()
+        yield node
+        for field in BLOCKS:
+            block = getattr(node, field, None)
+            if block:
+                pending.extend(block)
+        for case in getattr(node, "cases", ()):  # (`match`)
+            pending.extend(case.body)
+
+
+def _is_fixture(decorator: ast.expr) -> bool:
+    callee = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (dotted(callee) or "").rsplit(".", 1)[-1] == "fixture"
 
 
 def _chars(line: str, start: int, stop: int | None) -> str:
@@ -98,6 +133,35 @@ class PlatformModel:
             r.evidence
             for r in sorted((r for r in self.regions if r.start <= point < r.end), reverse=True)
         ]
+
+    def placed(self, points: Iterable[tuple[int, int]]) -> list[int]:
+        """For each point (a line, and a column in UTF-8 bytes as ``ast`` counts it), the line
+        of evidence that the code there runs only on CUDA (of a region around it; the module's
+        path: 0), or -1: it may run anywhere."""
+        regions = sorted(self.regions, key=lambda r: r.start)
+        starts = [r.start for r in regions]
+        reach = list(itertools.accumulate((r.end for r in regions), max))  # (the furthest end)
+        found = []
+        for point in points:
+            index = bisect.bisect_right(starts, point)  # (the regions that start before it)
+            line = -1
+            if index and point < reach[index - 1]:  # (one of them ends after it: the nearest)
+                line = next(
+                    regions[i].evidence.line
+                    for i in range(index - 1, -1, -1)
+                    if point < regions[i].end
+                )
+            found.append(line)
+        return found
+
+    def whole(self) -> list | None:
+        """Why the whole module runs only on CUDA (``[kind, why, line]``), where it does: it
+        builds a CUDA extension, or imports a CUDA-only library, at its top level."""
+        first = (self.text.tree.body[0].lineno, 0) if self.text.tree.body else (1, 0)
+        for region in self.regions:
+            if region.start <= first and region.end == END:
+                return [region.evidence.kind, region.evidence.why, region.evidence.line]
+        return None
 
     def check(self, line: int, column: int, needed: set[int]) -> Evidence | None:
         """Where the code at ``line`` and ``column`` is a test that confines CUDA-only code:

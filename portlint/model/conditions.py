@@ -10,7 +10,8 @@ be missing: "unknown" is an answer, and most tests have it. The forms are a clos
   ``torch.cuda.device_count()`` (true, or compared with a number), ``x.is_cuda``,
   ``torch.version.cuda`` / ``torch.version.hip`` (true or not ``None``);
 - a comparison with a CUDA device type or a CUDA-only backend, written as a string
-  (``device.type == "cuda"``, ``backend != "nccl"``, ``dev in ("cuda", "hip")``) or as an enum
+  (``device.type == "cuda"``, ``backend != "nccl"``, ``dev in ("cuda", "hip")``,
+  ``str(device).startswith("cuda")``) or as an enum
   member (``self._enum == PlatformEnum.CUDA``);
 - a platform layer's query: a call of a predicate that asks for CUDA or ROCm by its whole name
   (``current_platform.is_cuda()``, ``is_rocm()``, ``is_cuda_alike()``,
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,6 +101,8 @@ FORMS = (
          "torch.version.hip is None"),
     Form("device-type", "a comparison with a CUDA device type or CUDA-only backend",
          "x.device.type == 'cuda'", "x.device.type != 'cuda'"),
+    Form("device-type", "a device string that starts with a CUDA device type",
+         "str(device).startswith('cuda')", "str(device).startswith('cpu')"),
     Form("device-type", "a comparison with an enum member named for CUDA or ROCm",
          "self._enum == PlatformEnum.ROCM", "self._enum == PlatformEnum.XPU"),
     Form("platform-query", "a platform layer's question, by its whole name",
@@ -160,6 +163,8 @@ class Conditions:
             return self.meaning(test.value)
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             return self._compared(test, test.left, test.ops[0], test.comparators[0])
+        if _starts_cuda(test):  # `device.startswith("cuda")`
+            return self.holds(test, "device-type")
         said = self._query(test)
         if said:
             return self.holds(test, said)
@@ -280,6 +285,22 @@ def _names_cuda(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and node.attr in ENUM_MEMBERS
 
 
+def names_only_cuda(node: ast.expr) -> bool:
+    """A CUDA device type (``"cuda"``, ``DeviceType.CUDA``), or a tuple or list of only those."""
+    return _names_cuda(node) or _all_cuda(node)
+
+
+def _starts_cuda(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "startswith"
+        and len(node.args) == 1
+        and names_only_cuda(node.args[0])
+        and not isinstance(node.args[0], ast.Attribute)
+    )
+
+
 def _all_cuda(node: ast.expr) -> bool:
     return (
         isinstance(node, (ast.Tuple, ast.List, ast.Set))
@@ -288,12 +309,12 @@ def _all_cuda(node: ast.expr) -> bool:
     )
 
 
-def bindings_of(tree: ast.Module, top: bool = False) -> Mapping[str, str]:
-    """What the names that the module's imports bind stand for, anywhere in it (``import
+def bindings_of(statements: Iterable[ast.stmt]) -> Mapping[str, str]:
+    """What the names that a module's imports among ``statements`` bind stand for (``import
     torch.cuda as tc`` binds ``tc`` to ``torch.cuda``; ``from torch import cuda`` binds
-    ``cuda``); with ``top``, its top-level imports only (a cheaper read)."""
+    ``cuda``)."""
     found: dict[str, str] = {}
-    for node in tree.body if top else ast.walk(tree):
+    for node in statements:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 local = alias.asname or alias.name.partition(".")[0]

@@ -32,7 +32,7 @@ def exports(tree: ast.Module) -> dict[str, list[Any]]:
     def called(call: ast.Call) -> Meaning | None:
         return predicates.get(call.func.id) if isinstance(call.func, ast.Name) else None
 
-    conditions = Conditions(resolver(bindings_of(tree, top=True)), flags.get, called, _quoted)
+    conditions = Conditions(resolver(bindings_of(tree.body)), flags.get, called, _quoted)
     found: dict[str, list[Any]] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:

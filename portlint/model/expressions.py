@@ -6,11 +6,11 @@ flag read as data rather than as a condition."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
-from typing import TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending
-from portlint.model.places import Scope, Summaries, span
+from portlint.model.places import FIELDS, LEAVES, Scope, Summaries, fields_of, span
 from portlint.platform import dotted
 
 T = TypeVar("T")
@@ -20,6 +20,8 @@ class Expressions:
     """The walk of expressions, over what the flow pass keeps (declared here, made there)."""
 
     conditions: Conditions
+    segment: Callable[[Any], str]
+    generator: bool
     scope: Scope
     previous: Summaries
     summaries: Summaries
@@ -52,29 +54,54 @@ class Expressions:
         condition). ``decided``: a test, or a flag's value, whose ``and``/``or`` is checked as
         a whole elsewhere."""
         roots = [node] if isinstance(node, ast.expr) else list(expressions_of(node))
-        pending: list[tuple[ast.AST, bool]] = [(root, root is decided) for root in roots]
+        pending: list[tuple[ast.AST, bool, Evidence | None]] = [
+            (root, root is decided, place) for root in roots
+        ]
         while pending:
-            current, condition = pending.pop()
-            if isinstance(current, ast.Name) and isinstance(current.ctx, ast.Load):
-                self._use(current.id, place)
-                flag = None if condition else self.scope.flag(current.id)
-                if flag is not None:
-                    flag.reads.append(None)  # (its value is used: more than a check)
-            elif (method := self.method(current)) is not None:
-                self._use(method, place)
-            if isinstance(current, ast.Call) and not condition:
+            current, condition, here = pending.pop()
+            kind = current.__class__
+            if isinstance(current, ast.Name):
+                if isinstance(current.ctx, ast.Load):
+                    self._use(current.id, here)
+                    flag = None if condition else self.scope.flag(current.id)
+                    if flag is not None:
+                        flag.reads.append(None)  # (its value is used: more than a check)
+                continue
+            if isinstance(current, ast.Attribute) and (method := self.method(current)):
+                self._use(method, here)
+            elif isinstance(current, (ast.Yield, ast.YieldFrom)):
+                self.generator = True
+            elif isinstance(current, ast.Call) and not condition:
                 for answer in self.summary(current.func, self.previous.answers) or ():
                     answer.reads.append(None)
-            if place is None:
+            inner: dict[int, Evidence] = {}  # (the parts that run only on CUDA, by their test)
+            if here is None and kind in _DECIDING:
                 if isinstance(current, ast.IfExp):
-                    self._choice(current)
+                    inner = self._choice(current)
                 elif isinstance(current, ast.BoolOp):
-                    self._boolean(current, current is not decided)
-                elif isinstance(
-                    current, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
-                ):
-                    self._comprehension(current)
-            pending.extend(_conditions_in(current, condition))
+                    inner = self._boolean(current, current is not decided)
+                elif isinstance(current, ast.Call):
+                    inner = self._enabled(current)
+                elif isinstance(current, COMPREHENSIONS):
+                    inner = self._comprehension(current)
+            if isinstance(current, (ast.IfExp, ast.comprehension)):
+                pending.extend(
+                    (child, test, inner.get(id(child), here))
+                    for child, test in _conditions_in(current)
+                )
+                continue
+            inherits = condition and (
+                kind in _TESTS
+                or (isinstance(current, ast.UnaryOp) and isinstance(current.op, ast.Not))
+            )
+            for field in FIELDS.get(kind) or fields_of(kind):
+                value = getattr(current, field, None)
+                if value.__class__ is list:
+                    for item in value:
+                        if item.__class__ not in LEAVES and isinstance(item, ast.AST):
+                            pending.append((item, inherits, inner.get(id(item), here)))
+                elif value.__class__ not in LEAVES and isinstance(value, ast.AST):
+                    pending.append((value, inherits, inner.get(id(value), here)))
 
     def _counted(
         self, iterable: ast.expr, body: list[ast.stmt], place: Evidence | None
@@ -89,16 +116,20 @@ class Expressions:
             return None
         return self.test(iterable.args[-1], place, body, []).if_true
 
-    def _choice(self, node: ast.IfExp) -> None:
+    def _choice(self, node: ast.IfExp) -> dict[int, Evidence]:
         """``a if test else b``: each arm runs only where the test says."""
         meaning = self.conditions.meaning(node.test)
         arms = ([node.body], [node.orelse]) if meaning.if_true else ([node.orelse], [node.body])
         self.check(node.test, meaning, *arms)
+        inner = {}
         for arm, evidence in ((node.body, meaning.if_true), (node.orelse, meaning.if_false)):
             if evidence is not None:
                 self.mark_node(arm, evidence)
+                if not is_pending(evidence):
+                    inner[id(arm)] = evidence
+        return inner
 
-    def _boolean(self, node: ast.BoolOp, checks: bool) -> None:
+    def _boolean(self, node: ast.BoolOp, checks: bool) -> dict[int, Evidence]:
         """``a and b``: ``b`` runs only where ``a`` holds; ``a or b``: only where it fails;
         ``a`` is then a check, where ``checks``."""
         for index in range(1, len(node.values)):
@@ -116,37 +147,53 @@ class Expressions:
                 if checks:
                     self.check(before, meaning, node.values[index:], [])
                 if not is_pending(evidence):  # (what waits may not hold: the next may)
-                    break
+                    return {id(value): evidence for value in node.values[index:]}
+        return {}
 
     def _comprehension(
         self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
-    ) -> None:
+    ) -> dict[int, Evidence]:
+        """A comprehension's results, where one of its ``if`` tests holds only on CUDA."""
+        results = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
         for generator in node.generators:
             for condition in generator.ifs:
                 evidence = self.conditions.meaning(condition).if_true
                 if evidence is not None:
-                    results = (
-                        [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-                    )
                     for result in results:
                         self.mark_node(result, evidence)
+                    if not is_pending(evidence):
+                        return {id(result): evidence for result in results}
+        return {}
+
+    def _enabled(self, call: ast.Call) -> dict[int, Evidence]:
+        """A call made disabled unless on CUDA (``GradScaler(enabled=use_amp)``, where
+        ``use_amp`` holds only on CUDA): it does nothing elsewhere (the ``enabled-argument`` row
+        of :mod:`portlint.model.recognisers`)."""
+        enabled = next((k.value for k in call.keywords if k.arg == "enabled"), None)
+        evidence = self.conditions.meaning(enabled).if_true if enabled is not None else None
+        if evidence is None or is_pending(evidence):
+            return {}
+        why = f"`enabled={self.segment(enabled)}`, which holds only on CUDA"
+        found = Evidence("enabled-argument", why, evidence.line)
+        self.mark_node(call, found)
+        return {id(child): found for child in ast.iter_child_nodes(call)}
 
     def _use(self, name: str, place: Evidence | None) -> None:
         self.summaries.uses.setdefault(name, []).append(place.line if place else None)
 
 
-def _conditions_in(node: ast.AST, condition: bool) -> list[tuple[ast.AST, bool]]:
-    """The children of ``node``, each with whether it is read as a condition: a test's parts
-    (``not``, ``and``/``or``, comparisons) inherit it; the test of ``a if t else b`` and of a
-    comprehension is one; anything else is a value."""
+def _conditions_in(node: ast.AST) -> list[tuple[ast.AST, bool]]:
+    """The children of ``a if t else b`` and of a comprehension, each with whether it is read
+    as a condition (its test, its ``if``)."""
     if isinstance(node, ast.IfExp):
         return [(node.test, True), (node.body, False), (node.orelse, False)]
-    if isinstance(node, ast.comprehension):
-        return [(node.target, False), (node.iter, False), *((i, True) for i in node.ifs)]
-    inherits = isinstance(node, (ast.BoolOp, ast.Compare, ast.NamedExpr)) or (
-        isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
-    )
-    return [(child, condition and inherits) for child in ast.iter_child_nodes(node)]
+    assert isinstance(node, ast.comprehension)
+    return [(node.target, False), (node.iter, False), *((i, True) for i in node.ifs)]
+
+
+_TESTS = frozenset({ast.BoolOp, ast.Compare, ast.NamedExpr})  # (a test's parts are tests)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+_DECIDING = frozenset({ast.IfExp, ast.BoolOp, ast.Call, *COMPREHENSIONS})
 
 
 def expressions_of(statement: ast.AST) -> Iterator[ast.AST]:

@@ -41,10 +41,10 @@ from portlint.model.places import (
     falls_back_to_cpu,
     leaves,
     names_another_device,
-    own,
     span,
+    walk,
 )
-from portlint.platform import TRY_STAR, dotted
+from portlint.platform import TRY_STAR
 
 T = TypeVar("T")
 
@@ -85,14 +85,12 @@ class Flow(Expressions):
         self.constructed: Evidence | None = None  # (the class's set-up cannot return off CUDA)
         # Whether the function walked has a `return` that runs off CUDA: then it can return there.
         self.returns_anywhere = False
+        self.returns: list[ast.Return] = []  # (its own `return` statements)
+        self.generator = False  # (whether it yields)
         # The class whose method is walked, and its scope (where `self.x` is bound).
         self.owner: tuple[str, Scope] | None = None
         self.siblings: list[frozenset[str]] = []  # the names of their methods
-        self.fixtures = frozenset(
-            node.name
-            for node in ast.walk(self.tree)
-            if isinstance(node, FUNCTIONS) and any(_is_fixture(d) for d in node.decorator_list)
-        )
+        self.fixtures = module.fixtures
 
     # --- regions --------------------------------------------------------------------------
     def mark(self, start: tuple[int, int], end: tuple[int, int], evidence: Evidence) -> None:
@@ -116,7 +114,7 @@ class Flow(Expressions):
         # (the line of the evidence that the code it decides has: what `needed` holds)
         otherwise = does_otherwise(other_arm)
         read = None if falls_back_to_cpu(cuda_arm, other_arm) else (decided.line, otherwise)
-        for node in ast.walk(test):
+        for node in walk(test):
             if isinstance(node, ast.Name):
                 flag = self.scope.flag(node.id)
             elif self.method(node) is not None:
@@ -172,8 +170,9 @@ class Flow(Expressions):
     def statement(self, node: ast.stmt, place: Evidence | None) -> Evidence | None:
         """Walk ``node``; the evidence that what follows it in its block runs only on CUDA, where
         it gives some (an exit unless on CUDA, an ``assert``, an import, a required call)."""
-        if isinstance(node, ast.Return) and place is None:
-            self.returns_anywhere = True
+        if isinstance(node, ast.Return):
+            self.returns.append(node)
+            self.returns_anywhere = self.returns_anywhere or place is None
         if isinstance(node, FUNCTIONS):
             self.function(node, place)
             return None
@@ -273,22 +272,25 @@ class Flow(Expressions):
         classes, self.classes, siblings, self.siblings = self.classes, [], self.siblings, []
         scopes, self.class_scopes = self.class_scopes, []
         nested, self.nested = self.nested, True
-        returns, self.returns_anywhere = self.returns_anywhere, False
+        anywhere, self.returns_anywhere = self.returns_anywhere, False
+        returns, self.returns, generator, self.generator = self.returns, [], self.generator, False
         evidence = known(evidence)
         end = self.block(node.body, evidence)
-        returned, self.returns_anywhere = self.returns_anywhere, returns
+        own_returns, self.returns, yields = self.returns, returns, self.generator
+        returned, self.returns_anywhere, self.generator = self.returns_anywhere, anywhere, generator
         self.scope, self.classes, self.siblings = outer, classes, siblings
         self.class_scopes, self.owner, self.nested = scopes, owner, nested
         if evidence is None and end is not None and not returned:
             why = f"`{name}` cannot return unless on CUDA: {end.why}"
             self.summaries.requires[name] = Evidence("requires", why, end.line)
-        self._predicate(name, node)
+        if own_returns and not yields:
+            self._predicate(name, node, own_returns)
 
-    def _predicate(self, name: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        """Whether every ``return`` of the function is a test that holds only on CUDA."""
-        returns = [r for r in own(node) if isinstance(r, ast.Return)]
-        if not returns or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own(node)):
-            return
+    def _predicate(
+        self, name: str, node: ast.FunctionDef | ast.AsyncFunctionDef, returns: list[ast.Return]
+    ) -> None:
+        """Whether every ``return`` of the function (``returns``) is a test that holds only on
+        CUDA."""
         meanings = [self.conditions.meaning(r.value) if r.value else Meaning() for r in returns]
         if all(m.if_true and not is_pending(m.if_true) for m in meanings):
             first = meanings[0].if_true
@@ -403,11 +405,6 @@ class Flow(Expressions):
 
 def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
-
-
-def _is_fixture(decorator: ast.expr) -> bool:
-    callee = decorator.func if isinstance(decorator, ast.Call) else decorator
-    return (dotted(callee) or "").rsplit(".", 1)[-1] == "fixture"
 
 
 def _checked(meaning: Meaning, test: ast.expr) -> Evidence:

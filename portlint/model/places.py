@@ -6,21 +6,56 @@ CPU)."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from portlint.facts import APPLE_DEVICES, EXIT_CALLS, MESSAGE_METHODS, MESSAGE_PREFIXES
+from portlint.facts import (
+    APPLE_DEVICES,
+    EXIT_CALLS,
+    MESSAGE_METHODS,
+    MESSAGE_PREFIXES,
+    OTHER_DEVICES,
+)
 from portlint.model.conditions import Evidence, Meaning
-from portlint.platform import dotted, names_other_device, words
+from portlint.platform import dotted, words
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 LEAVING = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 END = (1 << 30, 0)
 NONE = object()  # (a name bound only to None so far)
 APPLE_WORDS = frozenset(APPLE_DEVICES)
+DEVICE_TEXT = re.compile("|".join(sorted(OTHER_DEVICES)), re.IGNORECASE)  # (before its words)
 # The methods that set an instance up: where one cannot return off CUDA, no instance exists there.
 SET_UP = ("__init__", "setUp", "setUpClass", "setup_method", "setup_class")
+
+
+# The fields of each kind of node that may hold nodes (not an expression's context, an operator
+# or a constant's value): what a walk reads, cheaper than `ast.walk`'s.
+FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}
+LEAVES = frozenset({ast.Constant, type(None)})  # (no node in them)
+
+
+def fields_of(kind: type) -> tuple[str, ...]:
+    fields = tuple(f for f in getattr(kind, "_fields", ()) if f not in ("ctx", "op", "ops"))
+    FIELDS[kind] = fields
+    return fields
+
+
+def walk(root: ast.AST) -> Iterator[ast.AST]:
+    """``root`` and every node in it, as ``ast.walk`` gives them but for the contexts and
+    operators."""
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        yield node
+        for name in FIELDS.get(node.__class__) or fields_of(node.__class__):
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                pending.extend(item for item in value if isinstance(item, ast.AST))
+            elif isinstance(value, ast.AST):
+                pending.append(value)
 
 
 @dataclass(frozen=True, order=True)
@@ -101,11 +136,11 @@ def picks_cpu(nodes: list[ast.AST]) -> bool:
     for root in nodes:
         compared = {
             id(side)
-            for node in ast.walk(root)
+            for node in walk(root)
             if isinstance(node, ast.Compare)
             for side in (node.left, *node.comparators)
         }
-        for node in ast.walk(root):
+        for node in walk(root):
             if isinstance(node, ast.Constant) and node.value == "cpu" and id(node) not in compared:
                 return True
             if isinstance(node, ast.Call) and "cpu" in words(dotted(node.func) or ""):
@@ -116,7 +151,7 @@ def picks_cpu(nodes: list[ast.AST]) -> bool:
 def picks_cuda(nodes: list[ast.AST]) -> bool:
     """Whether code picks CUDA by name: a ``"cuda"`` device string or a ``.cuda()`` call."""
     for root in nodes:
-        for node in ast.walk(root):
+        for node in walk(root):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 if node.value.split(":")[0] == "cuda":
                     return True
@@ -134,7 +169,7 @@ def names_another_device(nodes: list[ast.AST], apple: bool = True) -> bool:
     (without ``apple``, one other than Apple's, which exist only on a Mac: a dispatch over
     CUDA, MPS and the CPU leaves XPU and NPU to the CPU)."""
     for root in nodes:
-        for node in ast.walk(root):
+        for node in walk(root):
             if isinstance(node, ast.Attribute):
                 name = node.attr
             elif isinstance(node, ast.Name):
@@ -143,7 +178,10 @@ def names_another_device(nodes: list[ast.AST], apple: bool = True) -> bool:
                 name = node.value.split(":")[0]
             else:
                 continue
-            if names_other_device(name) and (apple or not set(words(name)) <= APPLE_WORDS):
+            if not DEVICE_TEXT.search(name):
+                continue
+            devices = set(words(name)) & OTHER_DEVICES  # (`has_mps`: the MPS)
+            if devices and (apple or not devices <= APPLE_WORDS):
                 return True
     return False
 
@@ -152,7 +190,7 @@ def does_otherwise(nodes: list[ast.AST]) -> bool:
     """Whether the arm taken off CUDA does something of its own there: raises (a requirement),
     calls anything but a message (another implementation, a skip), or is another device's."""
     for root in nodes:
-        for node in ast.walk(root):
+        for node in walk(root):
             if isinstance(node, ast.Raise):
                 return True
             if isinstance(node, ast.Call):

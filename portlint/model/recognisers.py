@@ -11,9 +11,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from portlint.facts import OTHER_DEVICES
-from portlint.model.conditions import PENDING, Evidence, is_pending, pending
-from portlint.model.places import SET_UP, Check, span
+from portlint.facts import EXIT_CALLS, OTHER_DEVICES
+from portlint.model.conditions import PENDING, Evidence, is_pending, names_only_cuda, pending
+from portlint.model.places import SET_UP, Check, span, walk
 from portlint.platform import dotted, extension_build, first_import_of, library_bindings
 
 
@@ -31,7 +31,8 @@ ROWS = (
         "a test, or a class of tests, skipped unless CUDA by `pytest.mark.skipif`, "
         "`unittest.skipIf` or `unittest.skipUnless` (a decorator, `pytestmark`, or a name or "
         "function of the module that is or returns one: `requires_cuda = "
-        "pytest.mark.skipif(...)`)",
+        "pytest.mark.skipif(...)`), or by a decorator whose wrapper first skips or raises "
+        "unless on CUDA",
         """\
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA")
 def test_sync():
@@ -111,9 +112,27 @@ torch.cuda.synchronize()
 """,
     ),
     Row(
+        "enabled-argument",
+        "a call made disabled unless on CUDA: its `enabled=` argument holds only on CUDA "
+        '(`torch.amp.GradScaler(enabled=use_amp)`, `use_amp = x.device.type == "cuda"`)',
+        """\
+def step(x):
+    use_amp = x.device.type == "cuda"
+    scaler = Scaler(torch.cuda.synchronize(), enabled=use_amp)
+""",
+        """\
+def step(x):
+    use_amp = x.dtype == torch.float16
+    scaler = Scaler(torch.cuda.synchronize(), enabled=use_amp)
+""",
+    ),
+    Row(
         "registered-kernel",
         "a function registered as an operator's CUDA kernel (`@torch.library.impl(..., "
-        "'CUDA')`, `@torch.library.register_kernel(..., 'cuda')`)",
+        "'CUDA')`, `@torch.library.register_kernel(..., 'cuda')`), or made for CUDA's device "
+        "type only by a decorator's argument (`@torch.library.custom_op(..., "
+        "device_types='cuda')`, a test's `@instantiate(devicetypes=(DeviceType.CUDA,))`, "
+        "`only_for='cuda'`)",
         """\
 @torch.library.register_kernel("mylib::op", "cuda")
 def op_cuda(x):
@@ -239,6 +258,8 @@ KINDS = frozenset(row.kind for row in ROWS)
 SKIP_IF = frozenset({"skipif", "skipIf", "skip_if"})
 SKIP_UNLESS = frozenset({"skipUnless", "skip_unless"})
 REGISTERS = frozenset({"impl", "register_kernel"})
+# A decorator's arguments that name the device types a function is made for.
+DEVICE_TYPES = frozenset({"device_types", "devicetypes", "device_type", "only_for"})
 DISPATCHED = ("cuda", "hip", "rocm")
 SIBLINGS = ("native", "cpu", *sorted(OTHER_DEVICES))
 
@@ -325,7 +346,7 @@ class Recognisers:
         else:
             return None
         for root in roots:
-            for current in ast.walk(root):
+            for current in walk(root):
                 base = current.func if isinstance(current, ast.Call) else current
                 if isinstance(base, ast.Attribute):
                     base = base.value
@@ -357,6 +378,8 @@ class Recognisers:
         flow.checks.append(
             Check(*span(test), Evidence("check", why, test.lineno), ((decorator.lineno, False),))
         )
+        if getattr(decorator, "wraps", False):  # (a wrapper that skips: `_skips`)
+            return Evidence("skip-marker", f"its wrapper skips unless {evidence.why}", test.lineno)
         return Evidence("skip-marker", f"`@{flow.segment(decorator)}`", decorator.lineno)
 
     def _pytestmark(self, statement: ast.stmt, flow) -> Evidence | None:
@@ -382,6 +405,10 @@ class Recognisers:
             return Evidence(
                 "registered-kernel", "registered as the operator's CUDA kernel", decorator.lineno
             )
+        for keyword in decorator.keywords:
+            if keyword.arg in DEVICE_TYPES and names_only_cuda(keyword.value):
+                why = f"made for CUDA's device type only: `{keyword.arg}=`"
+                return Evidence("registered-kernel", why, decorator.lineno)
         return None
 
     def _dispatched(self, node: ast.FunctionDef | ast.AsyncFunctionDef, flow) -> Evidence | None:
@@ -405,10 +432,16 @@ class Recognisers:
 
 
 def markers_of(tree: ast.Module) -> dict[str, ast.Call]:
-    """The module's names for a skip marker: ``requires_cuda = pytest.mark.skipif(...)``, or a
-    function that returns one applied (``return unittest.skipUnless(...)(test)``)."""
+    """The module's names for a skip marker: ``requires_cuda = pytest.mark.skipif(...)``, a
+    function that returns one applied (``return unittest.skipUnless(...)(test)``), or one that
+    returns a wrapper of the test that first skips (fails) where a test holds (:func:`_skips`:
+    read as ``skipIf`` of that test)."""
     found: dict[str, ast.Call] = {}
     for node in tree.body:
+        skips = _skips(node)
+        if skips is not None:
+            found[node.name] = skips  # type: ignore[attr-defined]
+            continue
         value: ast.expr | None = None
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
@@ -427,6 +460,48 @@ def markers_of(tree: ast.Module) -> dict[str, ast.Call]:
         ):
             found[name] = value  # type: ignore[assignment]
     return found
+
+
+def _skips(node: ast.stmt) -> ast.Call | None:
+    """``def requires_cuda(fn): ... def wrapper(*a): if not <test>: pytest.skip(...); return
+    fn(*a) ... return wrapper``: the decorator as ``skipIf(not <test>)``, where the wrapper's
+    first statement (after its docstring) skips, fails or raises where the test holds."""
+    if not (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body):
+        return None
+    last = node.body[-1]
+    returned = last.value if isinstance(last, ast.Return) else None
+    wrapper = next(
+        (
+            n
+            for n in node.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and isinstance(returned, ast.Name)
+            and n.name == returned.id
+        ),
+        None,
+    )
+    body = wrapper.body if wrapper is not None else []
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # (its docstring)
+    first = body[0] if body else None
+    if not (isinstance(first, ast.If) and not first.orelse and _stops(first.body)):
+        return None
+    test = first.test
+    call = ast.Call(
+        func=ast.Name("skipIf", ast.Load()), args=[test], keywords=[], lineno=test.lineno,
+        col_offset=test.col_offset, end_lineno=test.end_lineno, end_col_offset=test.end_col_offset,
+    )  # fmt: skip
+    call.wraps = True  # type: ignore[attr-defined]
+    return call
+
+
+def _stops(body: list[ast.stmt]) -> bool:
+    """Whether a block ends in a skip, a failure or a ``raise``."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.Raise):
+        return True
+    call = last.value if isinstance(last, ast.Expr) else None
+    return isinstance(call, ast.Call) and dotted(call.func) in EXIT_CALLS
 
 
 def _imported(node: ast.stmt) -> list[tuple[str, int]]:

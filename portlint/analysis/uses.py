@@ -1,0 +1,44 @@
+"""Where a CUDA-only API named in code is not used there, so that no device is asked for it:
+the object a patch replaces an attribute of (``monkeypatch.setattr(torch.cuda, "is_available",
+...)``, ``mock.patch.object(torch.cuda, ...)``), the object ``hasattr`` probes, and the default
+of ``getattr(torch, device_type, torch.cuda)`` (taken only for a device torch has no module
+for)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import libcst as cst
+
+from portlint.analysis.names import dotted_name
+
+# A call's name -> the index of the argument it does not use as a device's API, the kind and why.
+NOT_USED = {
+    "setattr": (0, "patch", "the target of a patch, not a use: `{code}`"),
+    "patch.object": (0, "patch", "the target of a patch, not a use: `{code}`"),
+    "hasattr": (0, "probe", "a probe of what the module has: `{code}`"),
+    "getattr": (2, "default", "the default of `{code}`, for a device torch has no module for"),
+}
+
+
+def not_used(
+    node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]
+) -> tuple[str, str, cst.Call] | None:
+    """The kind and why (``{code}``: the call's code) where ``node`` is, or is part of, the
+    argument of a call that does not use it (:data:`NOT_USED`), and that call."""
+    child, current = node, parents.get(node)
+    while current is not None and not isinstance(current, (cst.Arg, cst.BaseStatement)):
+        child, current = current, parents.get(current)
+    call = parents.get(current) if isinstance(current, cst.Arg) else None
+    if not isinstance(call, cst.Call) or current.keyword is not None:  # type: ignore[union-attr]
+        return None
+    callee = dotted_name(call.func) or ""
+    name = "patch.object" if callee.endswith("patch.object") else callee.rsplit(".", 1)[-1]
+    found = NOT_USED.get(name)
+    if found is None or (name in ("hasattr", "getattr") and callee != name):
+        return None
+    index, kind, why = found
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if len(positional) > index and positional[index] is current and child is not None:
+        return kind, why, call
+    return None
