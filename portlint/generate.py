@@ -154,7 +154,7 @@ def model_page_text() -> str:
     """The platform model's page: its forms of condition and its recognisers, from their
     tables (:mod:`portlint.model.conditions`, :mod:`portlint.model.recognisers`)."""
     from portlint.model.conditions import FORMS
-    from portlint.model.recognisers import ROWS
+    from portlint.model.rows import ROWS
 
     lines = [
         "# The platform model",

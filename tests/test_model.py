@@ -14,7 +14,7 @@ from portlint.facts import CUDA_ONLY_LIBRARIES
 from portlint.findings import Silenced
 from portlint.model import PlatformModel
 from portlint.model.conditions import FORMS
-from portlint.model.recognisers import ROWS
+from portlint.model.rows import ROWS
 from portlint.settings import Settings
 
 FLOW = Settings(select=frozenset(CATALOG), platform_model="flow")
@@ -143,6 +143,26 @@ def test_every_row_is_documented_once():
             "skip-marker",
         ),
         (
+            "pytestmark = [pytest.mark.slow, pytest.mark.skipif(not torch.cuda.is_available(), reason='')]\n"
+            f"def test_x():\n    {PROBE}\n",
+            "skip-marker",
+        ),
+        (
+            "@unittest.skipUnless(condition=torch.cuda.is_available(), reason='CUDA')\n"
+            f"def test_x():\n    {PROBE}\n",
+            "skip-marker",
+        ),
+        (
+            "class Accelerator(Base):\n    def __init__(self):\n        self._name = 'cuda'\n\n"
+            f"class Cuda(Accelerator):\n    def sync(self):\n        {PROBE}\n",
+            "platform-class",
+        ),
+        (
+            "class CudaPlatform(Platform):\n    @property\n    def device_name(self):\n"
+            f"        return 'cuda'\n\n    def sync(self):\n        {PROBE}\n",
+            "platform-class",
+        ),
+        (
             "@torch.library.custom_op('m::op', mutates_args=(), device_types='cuda')\n"
             f"def op(x):\n    {PROBE}\n",
             "registered-kernel",
@@ -155,6 +175,11 @@ def test_every_row_is_documented_once():
         ),
         (
             f"def is_gpu():\n    return torch.cuda.is_available()\n\nif is_gpu():\n    {PROBE}\n",
+            "predicate",
+        ),
+        (
+            "def fp8():\n    if not torch.cuda.is_available():\n        return False\n"
+            f"    return torch.cuda.get_device_capability() >= (8, 9)\n\nif fp8():\n    {PROBE}\n",
             "predicate",
         ),
         (f"s = make() if torch.cuda.is_available() else None\nif s:\n    {PROBE}\n", "none-test"),
@@ -197,11 +222,16 @@ def test_flow_shapes(source, kind):
         f"s = None\nif torch.cuda.is_available():\n    s = make()\nelse:\n    s = other()\nif s:\n    {PROBE}\n",
         f"USE = torch.cuda.is_available()\nUSE = True\nif USE:\n    {PROBE}\n",  # rebound
         f"def is_gpu():\n    return True\n\nif is_gpu():\n    {PROBE}\n",
+        "def dev():\n    if torch.cuda.is_available():\n        return 'cuda'\n    return 'cpu'\n\n"
+        f"if dev():\n    {PROBE}\n",
         "def logged(fn):\n    def run(*args):\n        if not torch.cuda.is_available():\n"
         f"            print('no CUDA')\n        return fn(*args)\n\n    return run\n\n@logged\n"
         f"def test_x():\n    {PROBE}\n",
         "@torch.library.custom_op('m::op', mutates_args=(), device_types=('cuda', 'cpu'))\n"
         f"def op(x):\n    {PROBE}\n",
+        # a default, not a platform's declaration
+        f"@dataclass\nclass Args(Base):\n    device_type: str = 'cuda'\n\n    def run(self):\n        {PROBE}\n",
+        f"class Args:\n    device_type = 'cuda'\n\n    def run(self):\n        {PROBE}\n",
     ],
 )
 def test_what_does_not_confine(source):
@@ -359,6 +389,11 @@ def supports_bf16(device):
 requires_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA")
 
 
+def need_gpu():
+    if not torch.cuda.is_available():
+        raise RuntimeError("CUDA")
+
+
 def on_gpu(fn):
     def run(*args):
         if not torch.cuda.is_available():
@@ -388,6 +423,7 @@ def on_gpu(fn):
         ),
         ("from .utils import requires_gpu", "@requires_gpu\ndef test_f():\n    {probe}\n"),
         ("from .utils import on_gpu", "@on_gpu\ndef test_f():\n    {probe}\n"),
+        ("from .utils import need_gpu", "def f():\n    need_gpu()\n    {probe}\n"),
         (
             "from elsewhere import slow\nfrom .utils import requires_gpu",
             "@slow\n@requires_gpu\ndef test_f():\n    {probe}\n",
@@ -425,6 +461,7 @@ def test_what_another_module_says_of_a_name(tmp_path, imports, code):
     unknown = source.replace("HAS_CUDA", "ELSEWHERE").replace("is_gpu", "is_big")
     unknown = unknown.replace("supports_bf16", "supports_fp64")
     unknown = unknown.replace("requires_gpu", "parametrize_all").replace("on_gpu", "logged")
+    unknown = unknown.replace("need_gpu", "warm_up")
     (package / "mod.py").write_text(unknown)
     result = run_cli(
         "check", "pkg/mod.py", "--no-cache", "--output-format", "concise",

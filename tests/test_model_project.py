@@ -98,3 +98,18 @@ def test_the_places_are_kept_with_the_facts(tmp_path):
     cold_flow, cold_guards = findings(*FLOW), findings()
     assert "pkg/ops.py:5:5" not in cold_flow
     assert findings(*FLOW) == cold_flow and findings() == cold_guards
+
+
+def test_a_use_under_another_module_s_marker(tmp_path):
+    """A private function whose only use is in a test that a marker of another module skips
+    unless on CUDA: the project tells the marker, then the use's place."""
+    utils = "import pytest\nimport torch\n\nrequires_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason='')\n"
+    test = (
+        f"import torch\nfrom .utils import requires_gpu\n\n\ndef _worker():\n    {PROBE}\n\n\n"
+        "@requires_gpu\ndef test_x():\n    spawn(_worker)\n"
+    )
+    found, silenced = check(tmp_path, {"utils.py": utils, "test_x.py": test})
+    assert "pkg/test_x.py:6:5" not in found
+    assert "callers: every use of `_worker` in the project runs only on CUDA" in silenced
+    found, _ = check(tmp_path, {"utils.py": utils.replace("not torch", "torch"), "test_x.py": test})
+    assert "pkg/test_x.py:6:5: PORT401" in found

@@ -277,9 +277,14 @@ class Project:
         facts of ``path`` runs only on CUDA by itself: where the platform model places it, with
         the model; else by the guard analysis of the index's reader."""
         facts = self.facts[path]
-        if self.flow:
-            return facts["placed"][KINDS.index(kind)][row] >= 0
-        return bool(facts[kind][row][2])
+        if not self.flow:
+            return bool(facts[kind][row][2])
+        placed = facts["placed"][KINDS.index(kind)][row]
+        if isinstance(placed, list):  # (evidence that another module's name decides)
+            want, module, name = placed
+            found = self._export(path, module, name)
+            return found is not None and found[0] == want
+        return placed >= 0
 
     def _unimportable(self) -> None:
         """The modules that import, at their top level and unconditionally, a library that
@@ -613,7 +618,7 @@ class Project:
     def answered_here(self, path: str, violation: Violation) -> Silenced | None:
         """Where ``violation`` is in code whose evidence (the platform model's) waits for what a
         name of another module of the project is (``if HAS_CUDA:``, ``@requires_gpu``, with the
-        name imported): that module's exports say it (:mod:`portlint.model.exports`)."""
+        name imported): that module's exports say it (:meth:`portlint.model.PlatformModel.exports`)."""
         if violation.code not in GUARDABLE or path not in self.facts:
             return None
         at = (violation.line, violation.col - 1)
@@ -841,8 +846,12 @@ def join_shape(facts: dict[str, Any]) -> str:
         [row[:3] for row in facts["bindings"]],
         [[name, bool(guarded), unit] for name, _, guarded, unit in facts["uses"]],
         [[m, bool(guarded), unit, certain] for m, _, guarded, unit, certain, _ in facts["imports"]],
-        [[line >= 0 for line in lines] for lines in facts.get("placed", ())],
+        [
+            [p if isinstance(p, list) else p >= 0 for p in places]
+            for places in facts.get("placed", ())
+        ],
         facts.get("confined") is not None,
+        sorted(facts.get("platform", {}).items()),  # (what the places that wait for it are told)
         [row[0] for row in facts["top_imports"]],
         [[attribute, device] for attribute, _, device in facts["rebinds"]],
     ]

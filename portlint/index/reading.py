@@ -26,7 +26,6 @@ from typing import Any, ClassVar, NamedTuple
 from portlint.facts import CUDA_ONLY_LIBRARIES, EXIT_CALLS
 from portlint.index.kernels import kernels_in
 from portlint.model import PlatformModel
-from portlint.model.exports import exports
 from portlint.platform import (
     SWAPPED,
     count_says_cuda,
@@ -948,7 +947,6 @@ def read_module(tree: ast.Module, packages: frozenset[str], placed: bool = False
         "cuda_names": _cuda_names(reader, questions),
         "fixtures": pytest_fixtures(tree, questions),
         "fixture_requests": fixture_requests(tree),
-        "platform": exports(tree),  # (what the platform model's pending evidence asks)
         # Where the platform model places each use and each import (the evidence's line; -1:
         # anywhere), and the evidence that the whole module runs only on CUDA.
         **(_placed(model, reader, kept, imported) if model else {}),
@@ -964,6 +962,7 @@ def _placed(
             model.placed(reader.import_points[index] for index in imports),
         ],
         "confined": model.whole(),
+        "platform": model.exports(),  # (what other modules' pending evidence asks)
     }
 
 

@@ -18,7 +18,14 @@ import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from portlint.model.conditions import Evidence, bindings_of, origins_of, resolver
+from portlint.model.conditions import (
+    PENDING,
+    Evidence,
+    bindings_of,
+    is_pending,
+    origins_of,
+    resolver,
+)
 from portlint.model.flow import Flow
 from portlint.model.places import END, FUNCTIONS, Check, Region, Summaries
 from portlint.model.recognisers import Recognisers
@@ -48,10 +55,10 @@ class ModuleText:
         self.guard_functions = frozenset(guard_functions)
 
     def segment(self, node: Any) -> str:
-        """The code of an expression or a statement on one line, cut short where long (none
-        where the model was given no text: the project index's, which keeps only lines)."""
-        if not self.lines:
-            return ""
+        """The code of an expression or a statement on one line, cut short where long."""
+        if not self.lines:  # (the project index's: no text kept, the code written again)
+            text = ast.unparse(node)
+            return text if len(text) <= MAX_QUOTED else text[: MAX_QUOTED - 4].rstrip() + " ..."
         line, end = node.lineno, node.end_lineno or node.lineno
         start, stop = node.col_offset, node.end_col_offset or 0
         if line == end:
@@ -78,6 +85,24 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 pending.extend(block)
         for case in getattr(node, "cases", ()):  # (`match`)
             pending.extend(case.body)
+
+
+class _Regions:
+    """Regions, to find one around a point fast (a module has thousands of points to place)."""
+
+    def __init__(self, regions: list[Region]) -> None:
+        self.regions = sorted(regions, key=lambda r: r.start)
+        self.starts = [r.start for r in self.regions]
+        self.reach = list(itertools.accumulate((r.end for r in self.regions), max))
+
+    def around(self, point: tuple[int, int]) -> Region | None:
+        """The region around ``point`` that starts nearest it, if one is."""
+        index = bisect.bisect_right(self.starts, point)  # (the regions that start before it)
+        if not index or point >= self.reach[index - 1]:  # (none of them ends after it)
+            return None
+        return next(
+            self.regions[i] for i in range(index - 1, -1, -1) if point < self.regions[i].end
+        )
 
 
 def _is_fixture(decorator: ast.expr) -> bool:
@@ -115,7 +140,8 @@ class PlatformModel:
             summaries = flow.summaries
         self.regions: list[Region] = flow.regions
         self.pending: list[Region] = flow.pending
-        self.checks: list[Check] = flow.checks
+        self.checks: list[Check] = list(flow.checks)
+        self._flow = flow
         self.needed: frozenset[int] = frozenset(flow.needed)
         self.implied: dict[int, frozenset] = flow.implied
 
@@ -134,24 +160,55 @@ class PlatformModel:
             for r in sorted((r for r in self.regions if r.start <= point < r.end), reverse=True)
         ]
 
-    def placed(self, points: Iterable[tuple[int, int]]) -> list[int]:
+    def placed(self, points: Iterable[tuple[int, int]]) -> list[Any]:
         """For each point (a line, and a column in UTF-8 bytes as ``ast`` counts it), the line
         of evidence that the code there runs only on CUDA (of a region around it; the module's
-        path: 0), or -1: it may run anywhere."""
-        regions = sorted(self.regions, key=lambda r: r.start)
-        starts = [r.start for r in regions]
-        reach = list(itertools.accumulate((r.end for r in regions), max))  # (the furthest end)
-        found = []
+        path: 0); else what a region around it waits for (``[want, module, name]``:
+        :func:`~portlint.model.conditions.pending`, for the project to answer); else -1: it may
+        run anywhere."""
+        known, waiting = _Regions(self.regions), _Regions(self.pending)
+        found: list[Any] = []
         for point in points:
-            index = bisect.bisect_right(starts, point)  # (the regions that start before it)
-            line = -1
-            if index and point < reach[index - 1]:  # (one of them ends after it: the nearest)
-                line = next(
-                    regions[i].evidence.line
-                    for i in range(index - 1, -1, -1)
-                    if point < regions[i].end
-                )
-            found.append(line)
+            region = known.around(point) or waiting.around(point)
+            if region is None:
+                found.append(-1)
+            elif region.evidence.kind == PENDING:
+                found.append(region.evidence.why.split(" "))
+            else:
+                found.append(region.evidence.line)
+        return found
+
+    def exports(self) -> dict[str, list]:
+        """What the module's top-level names tell the modules that import them, for their
+        pending evidence (:func:`~portlint.model.conditions.pending`): ``["test", why, line]``
+        for a name bound to a test that holds only on CUDA, or to a value made only there, and
+        for a function that gives a true value only on CUDA; ``["marker", why, line]`` for a
+        skip marker unless CUDA; ``["requires", why, line]`` for a function that cannot return
+        unless on CUDA."""
+        flow, found = self._flow, {}
+        scope = flow.scope  # (the module's, once the walk is done)
+        for name, made in scope.made.items():
+            if isinstance(made, Evidence):
+                found[name] = ["test", f"`{name}` is made only under {made.why}", made.line]
+        for name, flag in scope.flags.items():
+            evidence = flag.meaning.if_true
+            if evidence is not None and not is_pending(evidence):
+                found[name] = [
+                    "test",
+                    f"`{name}` holds only under {evidence.why}",
+                    flag.value.lineno,
+                ]
+        for kind, table in (
+            ("test", flow.summaries.predicates),
+            ("requires", flow.summaries.requires),
+        ):
+            for name, evidence in table.items():
+                if "." not in name:  # (a function of the module, not a method)
+                    found[name] = [kind, evidence.why, evidence.line]
+        for name in flow.recognisers.markers:
+            evidence = flow.recognisers.marker(ast.Name(name), flow)
+            if evidence is not None and not is_pending(evidence):
+                found[name] = ["marker", evidence.why, evidence.line]
         return found
 
     def whole(self) -> list | None:

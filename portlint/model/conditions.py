@@ -72,7 +72,7 @@ PENDING = "pending"
 
 def pending(want: str, module: str, name: str) -> str:
     """What pending evidence waits for: that ``name`` of ``module`` (as the import wrote it:
-    ``.utils``) is, by the module's exports (:func:`portlint.model.exports.exports`), ``want``."""
+    ``.utils``) is, by the module's exports (:meth:`portlint.model.PlatformModel.exports`), ``want``."""
     return f"{want} {module} {name}"
 
 

@@ -85,7 +85,8 @@ class Flow(Expressions):
         self.constructed: Evidence | None = None  # (the class's set-up cannot return off CUDA)
         # Whether the function walked has a `return` that runs off CUDA: then it can return there.
         self.returns_anywhere = False
-        self.returns: list[ast.Return] = []  # (its own `return` statements)
+        # Its own `return` statements, each with where it runs.
+        self.returns: list[tuple[ast.Return, Evidence | None]] = []
         self.generator = False  # (whether it yields)
         # The class whose method is walked, and its scope (where `self.x` is bound).
         self.owner: tuple[str, Scope] | None = None
@@ -145,7 +146,7 @@ class Flow(Expressions):
 
     # --- statements -----------------------------------------------------------------------
     def module(self) -> None:
-        evidence = self.recognisers.module(self.tree)
+        evidence = self.recognisers.module(self.tree, self)
         if evidence is not None:
             self.mark(span(self.tree.body[0])[0] if self.tree.body else (1, 0), END, evidence)
         self.block(self.tree.body, evidence, whole=True)
@@ -171,7 +172,7 @@ class Flow(Expressions):
         """Walk ``node``; the evidence that what follows it in its block runs only on CUDA, where
         it gives some (an exit unless on CUDA, an ``assert``, an import, a required call)."""
         if isinstance(node, ast.Return):
-            self.returns.append(node)
+            self.returns.append((node, place))
             self.returns_anywhere = self.returns_anywhere or place is None
         if isinstance(node, FUNCTIONS):
             self.function(node, place)
@@ -283,23 +284,35 @@ class Flow(Expressions):
         if evidence is None and end is not None and not returned:
             why = f"`{name}` cannot return unless on CUDA: {end.why}"
             self.summaries.requires[name] = Evidence("requires", why, end.line)
-        if own_returns and not yields:
+        if own_returns and not yields and evidence is None:
             self._predicate(name, node, own_returns)
 
     def _predicate(
-        self, name: str, node: ast.FunctionDef | ast.AsyncFunctionDef, returns: list[ast.Return]
+        self,
+        name: str,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        returns: list[tuple[ast.Return, Evidence | None]],
     ) -> None:
-        """Whether every ``return`` of the function (``returns``) is a test that holds only on
-        CUDA."""
-        meanings = [self.conditions.meaning(r.value) if r.value else Meaning() for r in returns]
-        if all(m.if_true and not is_pending(m.if_true) for m in meanings):
-            first = meanings[0].if_true
-            assert first is not None
-            why = f"`{name}()` answers {first.why}"
+        """Whether the function (which may run anywhere) gives a true value only on CUDA: each
+        of its ``returns`` runs only there, gives a false constant, or is a test that holds only
+        on CUDA (``if not torch.cuda.is_available(): return False``, then anything)."""
+        evidence: Evidence | None = None
+        answers = []
+        for returned, place in returns:
+            if place is not None:
+                evidence = evidence or place
+                continue
+            if returned.value is None or _false(returned.value):
+                continue
+            meaning = self.conditions.meaning(returned.value)
+            if meaning.if_true is None or is_pending(meaning.if_true):
+                return
+            evidence = evidence or meaning.if_true
+            answers.append(Flag(returned.value, meaning))
+        if evidence is not None:
+            why = f"`{name}()` gives a true value only under {evidence.why}"
             self.summaries.predicates[name] = Evidence("predicate", why, node.lineno)
-            self.summaries.answers[name] = [
-                Flag(r.value, m) for r, m in zip(returns, meanings, strict=True) if r.value
-            ]
+            self.summaries.answers[name] = answers
 
     def klass(self, node: ast.ClassDef, place: Evidence | None) -> None:
         for expression in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
@@ -396,11 +409,19 @@ class Flow(Expressions):
         value = getattr(node, "value", None)
         if isinstance(value, ast.Await):
             value = value.value
-        if isinstance(value, ast.Call):
-            return self.summary(value.func, self.previous.requires)
-        return None
+        if not isinstance(value, ast.Call):
+            return None
+        found = self.summary(value.func, self.previous.requires)
+        if found is None and isinstance(value.func, ast.Name):  # (another module's function?)
+            return self.conditions.imported(value, value.func.id, "requires").if_true
+        return found
 
     # --- expressions ------------------------------------------------------------------------
+
+
+def _false(node: ast.expr) -> bool:
+    """``None``, ``False``, ``0``, ``""``: a constant that is false."""
+    return isinstance(node, ast.Constant) and not node.value
 
 
 def _is_none(node: ast.expr) -> bool:

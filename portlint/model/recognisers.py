@@ -1,265 +1,31 @@
-"""The table of recognisers: what the flow pass (:mod:`portlint.model.flow`) cannot see in a
-condition, each a row with a line of documentation, code it keeps silent and code that it does
-not (``tests/test_model.py`` runs both; ``docs/platform.md`` lists the rows).
-
-A row says that a definition (a function or a class), a statement's sequel or the whole module
-runs only on CUDA, on evidence in the code: never on a name alone.
-"""
+"""The recognisers of the platform model, applied to a module: the rows of
+:data:`portlint.model.rows.ROWS`, each where the flow pass asks (a definition, a statement's
+sequel, the whole module)."""
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from collections.abc import Iterator
 
-from portlint.facts import EXIT_CALLS, OTHER_DEVICES
-from portlint.model.conditions import PENDING, Evidence, is_pending, names_only_cuda, pending
+from portlint.facts import CUDA_DEVICE_TYPES, EXIT_CALLS, OTHER_DEVICES
+from portlint.model.conditions import (
+    ENUM_MEMBERS,
+    PENDING,
+    Evidence,
+    is_pending,
+    names_only_cuda,
+    pending,
+)
 from portlint.model.places import SET_UP, Check, span, walk
 from portlint.platform import dotted, extension_build, first_import_of, library_bindings
 
-
-@dataclass(frozen=True)
-class Row:
-    kind: str
-    doc: str
-    silent: str  # code where `torch.cuda.synchronize()` runs only on CUDA by this row
-    flagged: str  # code like it where it may run elsewhere
-
-
-ROWS = (
-    Row(
-        "skip-marker",
-        "a test, or a class of tests, skipped unless CUDA by `pytest.mark.skipif`, "
-        "`unittest.skipIf` or `unittest.skipUnless` (a decorator, `pytestmark`, or a name or "
-        "function of the module that is or returns one: `requires_cuda = "
-        "pytest.mark.skipif(...)`), or by a decorator whose wrapper first skips or raises "
-        "unless on CUDA",
-        """\
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA")
-def test_sync():
-    torch.cuda.synchronize()
-""",
-        """\
-@pytest.mark.skipif(sys.platform == "win32", reason="posix")
-def test_sync():
-    torch.cuda.synchronize()
-""",
-    ),
-    Row(
-        "library-import",
-        "after an import of a library that exists only for NVIDIA or AMD GPUs (the "
-        "`cuda-only-imports` table) or `pytest.importorskip` of one: the rest of its block, or "
-        "the whole module where the import is unconditional at its top level",
-        """\
-import flashinfer
-
-
-def run():
-    torch.cuda.synchronize()
-""",
-        """\
-try:
-    import flashinfer
-except ImportError:
-    flashinfer = None
-
-
-def run():
-    torch.cuda.synchronize()
-""",
-    ),
-    Row(
-        "library-use",
-        "after a statement that uses a module of such a library, imported optionally "
-        "(`flashinfer.sampling.top_k(...)`, where `import flashinfer` is in a `try`): the use "
-        "fails wherever the library is not",
-        """\
-try:
-    import flashinfer
-except ImportError:
-    flashinfer = None
-
-
-def run(x):
-    y = flashinfer.norm(x)
-    torch.cuda.synchronize()
-""",
-        """\
-try:
-    import flashinfer
-except ImportError:
-    flashinfer = None
-
-
-def run(x):
-    if flashinfer is None:
-        torch.cuda.synchronize()
-""",
-    ),
-    Row(
-        "extension-build",
-        "a module that builds its own CUDA extension from `.cu` sources as it is imported",
-        """\
-from torch.utils.cpp_extension import load
-
-ext = load("k", sources=["k.cu"])
-torch.cuda.synchronize()
-""",
-        """\
-from torch.utils.cpp_extension import load
-
-ext = load("k", sources=["k.cpp"])
-torch.cuda.synchronize()
-""",
-    ),
-    Row(
-        "enabled-argument",
-        "a call made disabled unless on CUDA: its `enabled=` argument holds only on CUDA "
-        '(`torch.amp.GradScaler(enabled=use_amp)`, `use_amp = x.device.type == "cuda"`)',
-        """\
-def step(x):
-    use_amp = x.device.type == "cuda"
-    scaler = Scaler(torch.cuda.synchronize(), enabled=use_amp)
-""",
-        """\
-def step(x):
-    use_amp = x.dtype == torch.float16
-    scaler = Scaler(torch.cuda.synchronize(), enabled=use_amp)
-""",
-    ),
-    Row(
-        "registered-kernel",
-        "a function registered as an operator's CUDA kernel (`@torch.library.impl(..., "
-        "'CUDA')`, `@torch.library.register_kernel(..., 'cuda')`), or made for CUDA's device "
-        "type only by a decorator's argument (`@torch.library.custom_op(..., "
-        "device_types='cuda')`, a test's `@instantiate(devicetypes=(DeviceType.CUDA,))`, "
-        "`only_for='cuda'`)",
-        """\
-@torch.library.register_kernel("mylib::op", "cuda")
-def op_cuda(x):
-    torch.cuda.synchronize()
-""",
-        """\
-@torch.library.register_kernel("mylib::op", "cpu")
-def op_cpu(x):
-    torch.cuda.synchronize()
-""",
-    ),
-    Row(
-        "dispatch-method",
-        "a method `<name>_cuda` (or `_hip`, `_rocm`) of a class that also defines "
-        "`<name>_native` or `<name>_<another device>`: one arm of a dispatch by platform",
-        """\
-class Op:
-    def forward_native(self, x):
-        return x
-
-    def forward_cuda(self, x):
-        torch.cuda.synchronize()
-""",
-        """\
-class Op:
-    def forward_cuda(self, x):
-        torch.cuda.synchronize()
-""",
-    ),
-    Row(
-        "constructor",
-        "the methods of a class whose `__init__` (or `setUp`, `setUpClass`, `setup_method`, "
-        "`setup_class`) cannot return unless on CUDA",
-        """\
-class Runner:
-    def __init__(self):
-        if not torch.cuda.is_available():
-            raise RuntimeError("CUDA")
-
-    def run(self):
-        torch.cuda.synchronize()
-""",
-        """\
-class Runner:
-    def __init__(self):
-        self.n = 0
-
-    def run(self):
-        torch.cuda.synchronize()
-""",
-    ),
-    Row(
-        "fixture",
-        "a test that takes a fixture of its module that cannot return unless on CUDA (it skips "
-        "or fails elsewhere)",
-        """\
-@pytest.fixture
-def gpu():
-    if not torch.cuda.is_available():
-        pytest.skip("CUDA")
-    return 0
-
-
-def test_sync(gpu):
-    torch.cuda.synchronize()
-""",
-        """\
-@pytest.fixture
-def gpu():
-    return 0
-
-
-def test_sync(gpu):
-    torch.cuda.synchronize()
-""",
-    ),
-    Row(
-        "callers",
-        "a private function of the module (`_name`, or one defined in a function) whose every "
-        "use is in code that runs only on CUDA",
-        """\
-def _sync():
-    torch.cuda.synchronize()
-
-
-def step():
-    if torch.cuda.is_available():
-        _sync()
-""",
-        """\
-def _sync():
-    torch.cuda.synchronize()
-
-
-def step():
-    _sync()
-""",
-    ),
-    Row(
-        "requires",
-        "after a call of a function of the module that cannot return unless on CUDA",
-        """\
-def need_cuda():
-    assert torch.cuda.is_available()
-
-
-def step():
-    need_cuda()
-    torch.cuda.synchronize()
-""",
-        """\
-def need_cuda():
-    return torch.cuda.is_available()
-
-
-def step():
-    need_cuda()
-    torch.cuda.synchronize()
-""",
-    ),
-)
-KINDS = frozenset(row.kind for row in ROWS)
 SKIP_IF = frozenset({"skipif", "skipIf", "skip_if"})
 SKIP_UNLESS = frozenset({"skipUnless", "skip_unless"})
 REGISTERS = frozenset({"impl", "register_kernel"})
 # A decorator's arguments that name the device types a function is made for.
 DEVICE_TYPES = frozenset({"device_types", "devicetypes", "device_type", "only_for"})
+# The attributes by which a platform class gives its device's name or type.
+DEVICE_ATTRIBUTES = frozenset({"device_name", "device_type", "dispatch_key", "_name"})
 DISPATCHED = ("cuda", "hip", "rocm")
 SIBLINGS = ("native", "cpu", *sorted(OTHER_DEVICES))
 
@@ -272,14 +38,19 @@ class Recognisers:
         self.libraries = libraries
         self.bound = library_bindings(tree, libraries)  # a name -> the library it is
         self.markers = markers_of(tree)
+        self.platforms: set[str] = set()  # (its classes declared for CUDA: the base of others)
 
-    def module(self, tree: ast.Module) -> Evidence | None:
+    def module(self, tree: ast.Module, flow) -> Evidence | None:
         """Why the whole module runs only on CUDA: it builds a CUDA extension as it is imported,
-        or its ``pytestmark`` skips it unless CUDA."""
+        or its ``pytestmark`` skips its tests unless CUDA."""
         line = extension_build(tree)
         if line:
             why = "the module builds a CUDA extension from `.cu` sources as it is imported"
             return Evidence("extension-build", why, line)
+        for statement in tree.body:
+            found = self._pytestmark(statement, flow)
+            if found is not None and not is_pending(found):
+                return found
         return None
 
     def definition(
@@ -292,13 +63,16 @@ class Recognisers:
         answer waits for another module marks a pending region of its own, and the next is
         asked)."""
         for decorator in node.decorator_list:
-            found = self._marker(decorator, flow) or self._registered(decorator)
+            found = self.marker(decorator, flow) or self._registered(decorator)
             if is_pending(found):
                 flow.mark_node(node, found)
             elif found is not None:
                 return found
         previous = flow.previous
         if isinstance(node, ast.ClassDef):
+            declared = self._platform(node)
+            if declared is not None:
+                return declared
             for name in SET_UP:
                 required = previous.requires.get(f"{node.name}.{name}")
                 if required is not None:
@@ -336,6 +110,25 @@ class Recognisers:
             return Evidence("library-use", why, node.lineno)
         return flow.required(node)
 
+    def _platform(self, node: ast.ClassDef) -> Evidence | None:
+        """A class of a platform layer declared for CUDA or ROCm (the ``platform-class`` row)."""
+        if node.decorator_list or not node.bases:  # (a dataclass's field has a default)
+            return None
+        for base in node.bases:
+            if isinstance(base, ast.Name) and base.id in self.platforms:
+                self.platforms.add(node.name)
+                why = f"`{node.name}` derives from `{base.id}`, a platform class for CUDA"
+                return Evidence("platform-class", why, node.lineno)
+        for name, value, line in _declarations(node):
+            enum = isinstance(value, ast.Attribute) and value.attr in ENUM_MEMBERS
+            device = name in DEVICE_ATTRIBUTES and _device_string(value)
+            if enum or device:
+                self.platforms.add(node.name)
+                said = f"{name} = {ast.unparse(value)}"
+                why = f"`{node.name}` is a platform class declared for CUDA: `{said}`"
+                return Evidence("platform-class", why, line)
+        return None
+
     def _used(self, node: ast.stmt) -> str | None:
         """A name bound to a library of the table that the statement (a simple one, or the
         header of a ``with``) uses: calls, or reads an attribute of."""
@@ -354,22 +147,23 @@ class Recognisers:
                     return base.id
         return None
 
-    def _marker(self, decorator: ast.expr, flow) -> Evidence | None:
+    def marker(self, decorator: ast.expr, flow) -> Evidence | None:
+        """Why a decorator (or a name for one) skips its test unless on CUDA, where it does."""
         named = decorator.func if isinstance(decorator, ast.Call) else decorator
         if isinstance(named, ast.Name) and named.id in self.markers:
-            found = self._marker(self.markers[named.id], flow)
+            found = self.marker(self.markers[named.id], flow)
             if found is None or is_pending(found):
                 return found
             return Evidence(found.kind, f"`@{named.id}`: {found.why}", found.line)
         if isinstance(named, ast.Name) and named.id in flow.conditions.origins:
             origin = flow.conditions.origins[named.id]  # (a marker another module defines?)
             return Evidence(PENDING, pending("marker", *origin), decorator.lineno)
-        if not (isinstance(decorator, ast.Call) and decorator.args):
+        if not isinstance(decorator, ast.Call):
             return None
         last = (dotted(decorator.func) or "").rsplit(".", 1)[-1]
-        if last not in SKIP_IF | SKIP_UNLESS:
+        test = skip_condition(decorator)
+        if last not in SKIP_IF | SKIP_UNLESS or test is None:
             return None
-        test = decorator.args[0]
         meaning = flow.conditions.meaning(test)
         evidence = meaning.if_false if last in SKIP_IF else meaning.if_true
         if evidence is None or is_pending(evidence):
@@ -390,7 +184,7 @@ class Recognisers:
             return None
         value = statement.value
         marks = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
-        return next(filter(None, (self._marker(mark, flow) for mark in marks)), None)
+        return next(filter(None, (self.marker(mark, flow) for mark in marks)), None)
 
     def _registered(self, decorator: ast.expr) -> Evidence | None:
         if not isinstance(decorator, ast.Call):
@@ -429,6 +223,48 @@ class Recognisers:
                     "fixture", f"the test takes the fixture {required.why}", required.line
                 )
         return None
+
+
+def _declarations(node: ast.ClassDef) -> Iterator[tuple[str, ast.expr, int]]:
+    """What a class binds its own attributes to: class attributes, properties that return a
+    value, and ``self.x = ...`` in ``__init__`` (name, value, line)."""
+    for statement in node.body:
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    yield target.id, statement.value, statement.lineno
+        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = [s for s in statement.body if not isinstance(s, ast.Expr)]  # (a docstring)
+            if statement.name == "__init__":
+                for line in statement.body:
+                    if not isinstance(line, ast.Assign):
+                        continue
+                    target = line.targets[0]
+                    if isinstance(target, ast.Attribute) and dotted(target.value) == "self":
+                        yield target.attr, line.value, line.lineno
+            elif (
+                len(body) == 1
+                and isinstance(body[0], ast.Return)
+                and body[0].value is not None
+                and any(dotted(d) == "property" for d in statement.decorator_list)
+            ):
+                yield statement.name, body[0].value, body[0].lineno
+
+
+def _device_string(value: ast.expr) -> bool:
+    return (
+        isinstance(value, ast.Constant)
+        and isinstance(value.value, str)
+        and value.value.lower() in CUDA_DEVICE_TYPES
+    )
+
+
+def skip_condition(marker: ast.Call) -> ast.expr | None:
+    """The condition of ``skipif(condition, ...)`` (``condition=`` too)."""
+    if marker.args:
+        return marker.args[0]
+    return next((k.value for k in marker.keywords if k.arg == "condition"), None)
 
 
 def markers_of(tree: ast.Module) -> dict[str, ast.Call]:
