@@ -203,6 +203,7 @@ def test_every_row_is_documented_once():
             f"try:\n    import flashinfer\nexcept ImportError:\n    pass\nelse:\n    {PROBE}\n",
             "library-import",
         ),
+        (f"def f():\n    lib = ctypes.CDLL('libcudart.so')\n    {PROBE}\n", "library-import"),
     ],
 )
 def test_flow_shapes(source, kind):
@@ -229,6 +230,8 @@ def test_flow_shapes(source, kind):
         f"def test_x():\n    {PROBE}\n",
         "@torch.library.custom_op('m::op', mutates_args=(), device_types=('cuda', 'cpu'))\n"
         f"def op(x):\n    {PROBE}\n",
+        # the device a decorator picks, not the one a function is made for
+        f"@torch.autocast(device_type='cuda')\ndef forward(x):\n    {PROBE}\n",
         # a default, not a platform's declaration
         f"@dataclass\nclass Args(Base):\n    device_type: str = 'cuda'\n\n    def run(self):\n        {PROBE}\n",
         f"class Args:\n    device_type = 'cuda'\n\n    def run(self):\n        {PROBE}\n",
@@ -334,6 +337,10 @@ def test_a_check_that_skips_portable_code_is_the_finding(source):
         "if torch.cuda.is_available():\n    dev = 'cuda'\nelif torch.xpu.is_available():\n"
         "    dev = 'xpu'\nelse:\n    dev = 'cpu'\n",
         "dev = 'cuda' if torch.cuda.is_available() else 'npu' if is_npu() else 'cpu'\n",
+        "def f():\n    if not torch.cuda.is_available():\n        raise ValueError('GPU')\n"
+        "    else:\n        q = torch.randn(2, device='cuda')\n",
+        "@pytest.mark.skipif(not (torch.cuda.is_available() or torch.xpu.is_available()), reason='')\n"
+        "def test_f():\n    run()\n",
     ],
 )
 def test_a_check_with_another_way_elsewhere_is_no_finding(source):

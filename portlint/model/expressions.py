@@ -9,6 +9,7 @@ import ast
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from portlint.facts import CUDA_DEVICE_TYPES, OTHER_DEVICES
 from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending
 from portlint.model.places import FIELDS, LEAVES, Scope, Summaries, fields_of, span
 from portlint.platform import dotted
@@ -84,6 +85,8 @@ class Expressions:
                     inner = self._enabled(current)
                 elif isinstance(current, COMPREHENSIONS):
                     inner = self._comprehension(current)
+                elif isinstance(current, ast.Dict):
+                    inner = self._table(current)
             if isinstance(current, (ast.IfExp, ast.comprehension)):
                 pending.extend(
                     (child, test, inner.get(id(child), here))
@@ -178,6 +181,22 @@ class Expressions:
         self.mark_node(call, found)
         return {id(child): found for child in ast.iter_child_nodes(call)}
 
+    def _table(self, table: ast.Dict) -> dict[int, Evidence]:
+        """``{"cuda": torch.cuda.synchronize, "xpu": torch.xpu.synchronize}``: a table keyed by
+        device type, whose CUDA entries are used only on CUDA (the ``device-table`` row of
+        :mod:`portlint.model.rows`)."""
+        keys = [k.value if isinstance(k, ast.Constant) else None for k in table.keys]
+        if not (CUDA_DEVICE_TYPES & set(keys) and DEVICE_KEYS & set(keys)):
+            return {}
+        why = "a CUDA entry of a table keyed by device type"
+        inner = {}
+        for key, value in zip(keys, table.values, strict=True):
+            if key in CUDA_DEVICE_TYPES:
+                found = Evidence("device-table", why, value.lineno)
+                self.mark_node(value, found)
+                inner[id(value)] = found
+        return inner
+
     def _use(self, name: str, place: Evidence | None) -> None:
         self.summaries.uses.setdefault(name, []).append(place.line if place else None)
 
@@ -193,7 +212,9 @@ def _conditions_in(node: ast.AST) -> list[tuple[ast.AST, bool]]:
 
 _TESTS = frozenset({ast.BoolOp, ast.Compare, ast.NamedExpr})  # (a test's parts are tests)
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
-_DECIDING = frozenset({ast.IfExp, ast.BoolOp, ast.Call, *COMPREHENSIONS})
+_DECIDING = frozenset({ast.IfExp, ast.BoolOp, ast.Call, ast.Dict, *COMPREHENSIONS})
+# The keys beside a CUDA one that make a dict a table keyed by device type.
+DEVICE_KEYS = OTHER_DEVICES | {"cpu", "meta", "default"}
 
 
 def expressions_of(statement: ast.AST) -> Iterator[ast.AST]:

@@ -228,13 +228,13 @@ class Flow(Expressions):
         self.expressions(test, place, decided=test)
         meaning = self.conditions.meaning(test)
         if place is None and not meaning.known:
-            self._supported(test)
+            self.supported(test)
         if place is None:
             arms = (cuda_arm, other_arm) if meaning.if_true else (other_arm, cuda_arm)
             self.check(test, meaning, *arms)
         return meaning
 
-    def _supported(self, test: ast.expr) -> None:
+    def supported(self, test: ast.expr) -> None:
         """A test of CUDA and of other devices alike (``torch.cuda.is_available() or
         torch.xpu.is_available()``) names the devices the code supports: a check."""
         if names_another_device([test]):
@@ -350,7 +350,7 @@ class Flow(Expressions):
             if meaning.waits:
                 meaning = Meaning()  # (a name of another module: no flag of this one)
             if place is None and not meaning.known:
-                self._supported(value)
+                self.supported(value)
             if isinstance(value, ast.IfExp) and place is None:
                 place = known(self._made_in_choice(value))
         for target in targets:

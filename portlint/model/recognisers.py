@@ -7,7 +7,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from portlint.facts import CUDA_DEVICE_TYPES, EXIT_CALLS, OTHER_DEVICES
+from portlint.facts import (
+    CUDA_DEVICE_TYPES,
+    CUDA_ONLY_SHARED_LIBRARIES,
+    EXIT_CALLS,
+    OTHER_DEVICES,
+)
 from portlint.model.conditions import (
     ENUM_MEMBERS,
     PENDING,
@@ -23,7 +28,9 @@ SKIP_IF = frozenset({"skipif", "skipIf", "skip_if"})
 SKIP_UNLESS = frozenset({"skipUnless", "skip_unless"})
 REGISTERS = frozenset({"impl", "register_kernel"})
 # A decorator's arguments that name the device types a function is made for.
-DEVICE_TYPES = frozenset({"device_types", "devicetypes", "device_type", "only_for"})
+DEVICE_TYPES = frozenset(
+    {"device_types", "devicetypes", "only_for"}
+)  # (not autocast's `device_type`)
 # The attributes by which a platform class gives its device's name or type.
 DEVICE_ATTRIBUTES = frozenset({"device_name", "device_type", "dispatch_key", "_name"})
 DISPATCHED = ("cuda", "hip", "rocm")
@@ -104,6 +111,10 @@ class Recognisers:
             if found is not None:
                 why = f"`{found[0]}` is imported, which exists only for NVIDIA or AMD GPUs"
                 return Evidence("library-import", why, node.lineno)
+        loaded = _loaded(node)
+        if loaded is not None:
+            why = f"`{loaded}` is loaded, a library of NVIDIA's or AMD's driver"
+            return Evidence("library-import", why, node.lineno)
         used = self._used(node) if self.bound else None
         if used is not None:
             why = f"`{used}` of `{self.bound[used]}` is used, which exists only for NVIDIA or AMD GPUs"
@@ -166,6 +177,8 @@ class Recognisers:
             return None
         meaning = flow.conditions.meaning(test)
         evidence = meaning.if_false if last in SKIP_IF else meaning.if_true
+        if not meaning.known:
+            flow.supported(test)  # (`skipif(not (cuda or xpu))`: the devices it supports)
         if evidence is None or is_pending(evidence):
             return evidence
         why = f"the skip {evidence.why} decides CUDA-only code"
@@ -338,6 +351,21 @@ def _stops(body: list[ast.stmt]) -> bool:
         return True
     call = last.value if isinstance(last, ast.Expr) else None
     return isinstance(call, ast.Call) and dotted(call.func) in EXIT_CALLS
+
+
+def _loaded(node: ast.stmt) -> str | None:
+    """The library of NVIDIA's or AMD's driver that a statement loads with ``ctypes``
+    (``ctypes.CDLL("libcudart.so")``), if it loads one."""
+    value = getattr(node, "value", None)
+    if not (isinstance(value, ast.Call) and value.args):
+        return None
+    if (dotted(value.func) or "").rsplit(".", 1)[-1] not in ("CDLL", "LoadLibrary"):
+        return None
+    first = value.args[0]
+    text = first.value if isinstance(first, ast.Constant) else None
+    if isinstance(text, str) and any(lib in text for lib in CUDA_ONLY_SHARED_LIBRARIES):
+        return text
+    return None
 
 
 def _imported(node: ast.stmt) -> list[tuple[str, int]]:

@@ -43,7 +43,8 @@ def test_sync():
         "library-import",
         "after an import of a library that exists only for NVIDIA or AMD GPUs (the "
         "`cuda-only-imports` table) or `pytest.importorskip` of one: the rest of its block, or "
-        "the whole module where the import is unconditional at its top level",
+        "the whole module where the import is unconditional at its top level; the same after "
+        "`ctypes.CDLL(\"libcudart.so\")`, a library of NVIDIA's or AMD's driver",
         """\
 import flashinfer
 
@@ -119,6 +120,17 @@ def step(x):
 def step(x):
     use_amp = x.dtype == torch.float16
     scaler = Scaler(torch.cuda.synchronize(), enabled=use_amp)
+""",
+    ),
+    Row(
+        "device-table",
+        "an entry for CUDA of a table keyed by device type "
+        '(`{"cuda": torch.cuda.synchronize, "xpu": torch.xpu.synchronize}`)',
+        """\
+SYNC = {"cuda": lambda: torch.cuda.synchronize(), "cpu": lambda: None}
+""",
+        """\
+SYNC = {"cuda": lambda: torch.cuda.synchronize(), "fast": lambda: None}
 """,
     ),
     Row(
