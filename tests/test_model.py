@@ -225,6 +225,9 @@ def test_flow_shapes(source, kind):
         f"def is_gpu():\n    return True\n\nif is_gpu():\n    {PROBE}\n",
         "def dev():\n    if torch.cuda.is_available():\n        return 'cuda'\n    return 'cpu'\n\n"
         f"if dev():\n    {PROBE}\n",
+        # (the exit is not the function's first statement)
+        "def ok():\n    x = 1\n    if not torch.cuda.is_available():\n        return False\n"
+        f"    return True\n\nif ok():\n    {PROBE}\n",
         "def logged(fn):\n    def run(*args):\n        if not torch.cuda.is_available():\n"
         f"            print('no CUDA')\n        return fn(*args)\n\n    return run\n\n@logged\n"
         f"def test_x():\n    {PROBE}\n",

@@ -294,12 +294,14 @@ class Flow(Expressions):
         returns: list[tuple[ast.Return, Evidence | None]],
     ) -> None:
         """Whether the function (which may run anywhere) gives a true value only on CUDA: each
-        of its ``returns`` runs only there, gives a false constant, or is a test that holds only
-        on CUDA (``if not torch.cuda.is_available(): return False``, then anything)."""
+        of its ``returns`` gives a false constant, or is a test that holds only on CUDA, or runs
+        only on CUDA after the function's first statement, an exit (``if not
+        torch.cuda.is_available(): return False``, then anything)."""
         evidence: Evidence | None = None
         answers = []
+        exits = _exits_first(node)
         for returned, place in returns:
-            if place is not None:
+            if place is not None and exits:
                 evidence = evidence or place
                 continue
             if returned.value is None or _false(returned.value):
@@ -417,6 +419,22 @@ class Flow(Expressions):
         return found
 
     # --- expressions ------------------------------------------------------------------------
+
+
+def _exits_first(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the function's first statement (after its docstring) is ``if ...: return``
+    (``return False``, ``None``, ``0``) with no ``else``."""
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    first = body[0] if body else None
+    return (
+        isinstance(first, ast.If)
+        and not first.orelse
+        and len(first.body) == 1
+        and isinstance(first.body[0], ast.Return)
+        and (first.body[0].value is None or _false(first.body[0].value))
+    )
 
 
 def _false(node: ast.expr) -> bool:
