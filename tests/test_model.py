@@ -158,6 +158,16 @@ def test_every_row_is_documented_once():
             "platform-class",
         ),
         (
+            "@Registry.register(platform='nvidia')\nclass Cuda(Base):\n"
+            f"    def sync(self):\n        {PROBE}\n",
+            "registered-kernel",
+        ),
+        (
+            "@Registry.register(name='x')\nclass Cuda(Base):\n    device_type = 'cuda'\n\n"
+            f"    def sync(self):\n        {PROBE}\n",
+            "platform-class",
+        ),
+        (
             "class CudaPlatform(Platform):\n    @property\n    def device_name(self):\n"
             f"        return 'cuda'\n\n    def sync(self):\n        {PROBE}\n",
             "platform-class",

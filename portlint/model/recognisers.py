@@ -27,10 +27,9 @@ from portlint.platform import dotted, extension_build, first_import_of, library_
 SKIP_IF = frozenset({"skipif", "skipIf", "skip_if"})
 SKIP_UNLESS = frozenset({"skipUnless", "skip_unless"})
 REGISTERS = frozenset({"impl", "register_kernel"})
-# A decorator's arguments that name the device types a function is made for.
-DEVICE_TYPES = frozenset(
-    {"device_types", "devicetypes", "only_for"}
-)  # (not autocast's `device_type`)
+# A decorator's arguments that name the device types (or the platform) a function or class is
+# made for (not autocast's `device_type`: the device it picks).
+DEVICE_TYPES = frozenset({"device_types", "devicetypes", "only_for", "platform"})
 # The attributes by which a platform class gives its device's name or type.
 DEVICE_ATTRIBUTES = frozenset({"device_name", "device_type", "dispatch_key", "_name"})
 DISPATCHED = ("cuda", "hip", "rocm")
@@ -123,8 +122,8 @@ class Recognisers:
 
     def _platform(self, node: ast.ClassDef) -> Evidence | None:
         """A class of a platform layer declared for CUDA or ROCm (the ``platform-class`` row)."""
-        if node.decorator_list or not node.bases:  # (a dataclass's field has a default)
-            return None
+        if not node.bases or any(map(_declares_fields, node.decorator_list)):
+            return None  # (a dataclass's field has a default)
         for base in node.bases:
             if isinstance(base, ast.Name) and base.id in self.platforms:
                 self.platforms.add(node.name)
@@ -263,6 +262,13 @@ def _declarations(node: ast.ClassDef) -> Iterator[tuple[str, ast.expr, int]]:
                 and any(dotted(d) == "property" for d in statement.decorator_list)
             ):
                 yield statement.name, body[0].value, body[0].lineno
+
+
+def _declares_fields(decorator: ast.expr) -> bool:
+    """``@dataclass``, ``@attr.s``, ``@define``: a class whose attributes are fields."""
+    named = decorator.func if isinstance(decorator, ast.Call) else decorator
+    last = (dotted(named) or "").rsplit(".", 1)[-1]
+    return "dataclass" in last or last in ("s", "define", "frozen", "mutable", "attrs")
 
 
 def _device_string(value: ast.expr) -> bool:

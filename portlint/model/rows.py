@@ -139,7 +139,7 @@ SYNC = {"cuda": lambda: torch.cuda.synchronize(), "fast": lambda: None}
         "'CUDA')`, `@torch.library.register_kernel(..., 'cuda')`), or made for CUDA's device "
         "type only by a decorator's argument (`@torch.library.custom_op(..., "
         "device_types='cuda')`, a test's `@instantiate(devicetypes=(DeviceType.CUDA,))`, "
-        "`only_for='cuda'`)",
+        "`only_for='cuda'`, a registry's `@register(platform='nvidia')`)",
         """\
 @torch.library.register_kernel("mylib::op", "cuda")
 def op_cuda(x):
