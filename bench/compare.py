@@ -5,10 +5,12 @@ yardstick.
     python bench/compare.py --before /tmp/before --corpus "$(bash ../shared/corpus/fetch_project.sh vllm)" \\
         --corpus "$(bash ../shared/corpus/fetch_project.sh sglang)" --rounds 3
     python bench/compare.py --corpus ... --format concise --format json --format sarif --format full
+    python bench/compare.py --corpus ... --config 'platform-model = "flow"'
 
 Each round runs, on each tree, ``ruff check --select TID251 --no-cache``, then portlint from
 ``--before`` (if given) and from this checkout (``portlint check <package> --no-cache
 --exit-zero``, no configuration, as a new user runs it), in each ``--format`` (default: concise),
+and with ``--config`` from this checkout with those settings too,
 one after the other, so that a slow minute of a shared machine slows them all alike. It prints
 the medians of wall and CPU time, each portlint's ratio to ruff and, with several formats, to
 the concise format of the same checkout, and writes them to ``--out`` (JSON) if given; with
@@ -44,6 +46,13 @@ def main() -> int:
     parser.add_argument("--before", type=Path, help="a checkout of the old state")
     parser.add_argument("--corpus", type=Path, action="append", required=True)
     parser.add_argument("--format", action="append", dest="formats", help="an output format")
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="'KEY = VALUE'",
+        help="also run this checkout with these settings (as `portlint check --config`)",
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--markdown", action="store_true", help="print the rows of a table too")
@@ -62,6 +71,10 @@ def main() -> int:
                  "--output-format", output],
                 {**os.environ, "PYTHONPATH": str(checkout)},
             )  # fmt: skip
+    if args.config:
+        configured = [arg for pair in args.config for arg in ("--config", pair)]
+        command, env = commands["portlint now" + (" concise" if args.formats else "")]
+        commands["portlint now " + "; ".join(args.config)] = ([*command, *configured], env)
     times: dict[str, dict[str, list[tuple[float, float]]]] = {}
     for _ in range(args.rounds):
         for corpus in args.corpus:
