@@ -135,7 +135,7 @@ class Recognisers:
             if enum or device:
                 self.platforms.add(node.name)
                 said = f"{name} = {ast.unparse(value)}"
-                why = f"`{node.name}` is a platform class declared for CUDA: `{said}`"
+                why = f"`{node.name}` is a platform class declared for CUDA or ROCm: `{said}`"
                 return Evidence("platform-class", why, line)
         return None
 
