@@ -317,7 +317,7 @@ def extension_build(tree: ast.Module) -> int:
         return 0  # (nearly every module with torch: the strings are not read)
     names_sources = any(_names_cuda_source(n) for node in reached for n in ast.walk(node))
     for call in builds:
-        if names_sources or _given_cuda(call):
+        if names_sources or given_cuda(call):
             return call.lineno
     return 0
 
@@ -379,7 +379,7 @@ def _names_cuda_source(node: ast.AST) -> bool:
     )
 
 
-def _given_cuda(call: ast.Call) -> bool:
+def given_cuda(call: ast.Call) -> bool:
     """``cuda_sources=`` (not ``None`` or empty) or ``with_cuda=True`` among a builder's
     arguments (:func:`portlint.analysis.guard_tests.compiles_cuda` asks the same of a call)."""
     for keyword in call.keywords:

@@ -158,6 +158,10 @@ def test_every_row_is_documented_once():
             "platform-class",
         ),
         (
+            f"class Data:\n    def npu(self):\n        return self\n\n    def cuda(self):\n        {PROBE}\n",
+            "dispatch-method",
+        ),
+        (
             "@Registry.register(platform='nvidia')\nclass Cuda(Base):\n"
             f"    def sync(self):\n        {PROBE}\n",
             "registered-kernel",
@@ -165,6 +169,11 @@ def test_every_row_is_documented_once():
         (
             "@Registry.register(name='x')\nclass Cuda(Base):\n    device_type = 'cuda'\n\n"
             f"    def sync(self):\n        {PROBE}\n",
+            "platform-class",
+        ),
+        (
+            "class FwOp(AttentionFwOpBase):\n    SUPPORTED_DEVICES = {'cuda'}\n\n"
+            f"    def apply(self):\n        {PROBE}\n",
             "platform-class",
         ),
         (
@@ -194,6 +203,11 @@ def test_every_row_is_documented_once():
         ),
         (f"s = make() if torch.cuda.is_available() else None\nif s:\n    {PROBE}\n", "none-test"),
         (
+            "if torch.cuda.is_available():\n    from kernels import fused\nelse:\n    fused = None\n"
+            f"if fused is not None:\n    {PROBE}\n",
+            "none-test",
+        ),
+        (
             "class Layer:\n    def __init__(self):\n"
             "        self.alt = torch.cuda.Stream() if torch.version.hip else None\n\n"
             f"    def forward(self):\n        if self.alt is not None:\n            {PROBE}\n",
@@ -214,6 +228,10 @@ def test_every_row_is_documented_once():
             "library-import",
         ),
         (f"def f():\n    lib = ctypes.CDLL('libcudart.so')\n    {PROBE}\n", "library-import"),
+        (
+            f"def f():\n    mod = load_jit('k', cuda_files=['k.cuh'])\n    {PROBE}\n",
+            "extension-build",
+        ),
     ],
 )
 def test_flow_shapes(source, kind):
@@ -245,6 +263,10 @@ def test_flow_shapes(source, kind):
         f"def op(x):\n    {PROBE}\n",
         # the device a decorator picks, not the one a function is made for
         f"@torch.autocast(device_type='cuda')\ndef forward(x):\n    {PROBE}\n",
+        # the other arm of a test that names the devices it supports
+        f"s = make(d) if d.type in ('cuda', 'mtia') else {PROBE}\n",
+        # an override with no sibling for another device
+        f"class Data:\n    def to(self, d):\n        return self\n\n    def cuda(self):\n        {PROBE}\n",
         # a default, not a platform's declaration
         f"@dataclass\nclass Args(Base):\n    device_type: str = 'cuda'\n\n    def run(self):\n        {PROBE}\n",
         f"class Args:\n    device_type = 'cuda'\n\n    def run(self):\n        {PROBE}\n",
@@ -350,8 +372,6 @@ def test_a_check_that_skips_portable_code_is_the_finding(source):
         "if torch.cuda.is_available():\n    dev = 'cuda'\nelif torch.xpu.is_available():\n"
         "    dev = 'xpu'\nelse:\n    dev = 'cpu'\n",
         "dev = 'cuda' if torch.cuda.is_available() else 'npu' if is_npu() else 'cpu'\n",
-        "def f():\n    if not torch.cuda.is_available():\n        raise ValueError('GPU')\n"
-        "    else:\n        q = torch.randn(2, device='cuda')\n",
         "@pytest.mark.skipif(not (torch.cuda.is_available() or torch.xpu.is_available()), reason='')\n"
         "def test_f():\n    run()\n",
     ],

@@ -47,6 +47,7 @@ from portlint.model.places import (
 from portlint.platform import TRY_STAR
 
 T = TypeVar("T")
+TESTS = (ast.BoolOp, ast.Compare, ast.UnaryOp)  # (a value that is a test)
 
 
 class Flow(Expressions):
@@ -196,6 +197,8 @@ class Flow(Expressions):
         self.expressions(node, place, decided=getattr(node, "value", None) if flag else None)
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             self.assigned(node, place)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            self.imported(node, place)
         if isinstance(node, (ast.For, ast.AsyncFor)):
             self.arm(node.body, place, self._counted(node.iter, node.body, place))
             self.block(node.orelse, place)
@@ -351,8 +354,8 @@ class Flow(Expressions):
             meaning = self.conditions.meaning(value)
             if meaning.waits:
                 meaning = Meaning()  # (a name of another module: no flag of this one)
-            if place is None and not meaning.known:
-                self.supported(value)
+            if place is None and not meaning.known and isinstance(value, TESTS):
+                self.supported(value)  # (`ok = torch.cuda.is_available() or is_xpu()`)
             if isinstance(value, ast.IfExp) and place is None:
                 place = known(self._made_in_choice(value))
         for target in targets:
@@ -370,11 +373,19 @@ class Flow(Expressions):
                 self.flags.append(flag)
             elif _is_none(value):
                 scope.made.setdefault(name, NONE)
-            elif place is None:
-                scope.made[name] = None
-            elif scope.made.get(name, NONE) is NONE:
-                why = f"`{name}` is made only under {place.why}"
-                scope.made[name] = Evidence("none-test", why, place.line)
+            else:
+                _made(scope, name, place)
+
+    def imported(self, node: ast.Import | ast.ImportFrom, place: Evidence | None) -> None:
+        """The names an import binds: made only on CUDA where it runs only there (``if
+        current_platform.is_cuda(): from .kernels import fused`` then ``if fused is not
+        None:``)."""
+        for alias in node.names:
+            name = alias.asname or alias.name.partition(".")[0]
+            if name != "*":
+                self.scope.meanings.pop(name, None)
+                self.scope.flags.pop(name, None)
+                _made(self.scope, name, place)
 
     def _made_in_choice(self, value: ast.IfExp) -> Evidence | None:
         """Where ``x if <test> else None`` (or the reverse) makes ``x`` only on CUDA: why."""
@@ -435,6 +446,15 @@ def _exits_first(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         and isinstance(first.body[0], ast.Return)
         and (first.body[0].value is None or _false(first.body[0].value))
     )
+
+
+def _made(scope: Scope, name: str, place: Evidence | None) -> None:
+    """``name`` bound in ``scope`` to a value made at ``place`` (None: anywhere)."""
+    if place is None:
+        scope.made[name] = None
+    elif scope.made.get(name, NONE) is NONE:
+        why = f"`{name}` is made only under {place.why}"
+        scope.made[name] = Evidence("none-test", why, place.line)
 
 
 def _false(node: ast.expr) -> bool:

@@ -204,24 +204,13 @@ def does_otherwise(nodes: list[ast.AST]) -> bool:
     return names_another_device(nodes)
 
 
-def requires(nodes: list[ast.AST]) -> bool:
-    """Whether code raises or skips (the arm of a requirement of CUDA)."""
-    for root in nodes:
-        for node in walk(root):
-            if isinstance(node, ast.Raise) or (
-                isinstance(node, ast.Call) and dotted(node.func) in EXIT_CALLS
-            ):
-                return True
-    return False
-
-
 def falls_back_to_cpu(cuda_arm: list[ast.AST], other_arm: list[ast.AST]) -> bool:
     """Whether the arm taken off CUDA runs on the CPU (or on CUDA anyway): it names no other
-    device but Apple's, does not raise or skip, and it picks the CPU, or either arm picks CUDA by name (``"cuda" if
+    device but Apple's, and it picks the CPU, or either arm picks CUDA by name (``"cuda" if
     torch.cuda.is_available() else "cpu"``, ``if torch.cuda.is_available(): model.cuda()``,
     ``x.cuda() if x.is_cuda else x``, ``w if w.is_cuda else w.cuda()``)."""
-    if names_another_device(other_arm, apple=False) or requires(other_arm):
-        return False  # (a dispatch over devices: the CPU is the last resort; a requirement)
+    if names_another_device(other_arm, apple=False):
+        return False  # (a dispatch over devices: the CPU is the last resort)
     return picks_cpu(other_arm) or picks_cuda(cuda_arm) or picks_cuda(other_arm)
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from portlint.facts import (
     CUDA_DEVICE_TYPES,
     CUDA_ONLY_SHARED_LIBRARIES,
+    CUDA_SOURCE_SUFFIXES,
     EXIT_CALLS,
     OTHER_DEVICES,
 )
@@ -22,7 +23,13 @@ from portlint.model.conditions import (
     pending,
 )
 from portlint.model.places import SET_UP, Check, span, walk
-from portlint.platform import dotted, extension_build, first_import_of, library_bindings
+from portlint.platform import (
+    dotted,
+    extension_build,
+    first_import_of,
+    given_cuda,
+    library_bindings,
+)
 
 SKIP_IF = frozenset({"skipif", "skipIf", "skip_if"})
 SKIP_UNLESS = frozenset({"skipUnless", "skip_unless"})
@@ -32,6 +39,8 @@ REGISTERS = frozenset({"impl", "register_kernel"})
 DEVICE_TYPES = frozenset({"device_types", "devicetypes", "only_for", "platform"})
 # The attributes by which a platform class gives its device's name or type.
 DEVICE_ATTRIBUTES = frozenset({"device_name", "device_type", "dispatch_key", "_name"})
+# The attributes by which a class (an operator's) names the devices it supports.
+DEVICE_SETS = frozenset({"supported_devices", "device_types", "devices"})
 DISPATCHED = ("cuda", "hip", "rocm")
 SIBLINGS = ("native", "cpu", *sorted(OTHER_DEVICES))
 
@@ -110,6 +119,10 @@ class Recognisers:
             if found is not None:
                 why = f"`{found[0]}` is imported, which exists only for NVIDIA or AMD GPUs"
                 return Evidence("library-import", why, node.lineno)
+        built = _built(node)
+        if built is not None:
+            why = f"CUDA sources are built: `{flow.segment(built)}`"
+            return Evidence("extension-build", why, node.lineno)
         loaded = _loaded(node)
         if loaded is not None:
             why = f"`{loaded}` is loaded, a library of NVIDIA's or AMD's driver"
@@ -132,6 +145,7 @@ class Recognisers:
         for name, value, line in _declarations(node):
             enum = isinstance(value, ast.Attribute) and value.attr in ENUM_MEMBERS
             device = name in DEVICE_ATTRIBUTES and _device_string(value)
+            device = device or (name.lower() in DEVICE_SETS and names_only_cuda(value))
             if enum or device:
                 self.platforms.add(node.name)
                 said = f"{name} = {ast.unparse(value)}"
@@ -219,9 +233,12 @@ class Recognisers:
 
     def _dispatched(self, node: ast.FunctionDef | ast.AsyncFunctionDef, flow) -> Evidence | None:
         stem, _, device = node.name.rpartition("_")
-        if not (stem and device in DISPATCHED and flow.siblings):
+        if not (device in DISPATCHED and flow.siblings):
             return None
-        others = [f"{stem}_{other}" for other in SIBLINGS if f"{stem}_{other}" in flow.siblings[-1]]
+        prefix = f"{stem}_" if stem else ""  # (`forward_cuda`; `cuda` beside `npu`, `xpu`)
+        others = [prefix + o for o in SIBLINGS if prefix + o in flow.siblings[-1] and o != "native"]
+        if stem and f"{stem}_native" in flow.siblings[-1]:
+            others.insert(0, f"{stem}_native")
         if not others:
             return None
         why = f"`{node.name}` is the CUDA arm of a dispatch by platform (beside `{others[0]}`)"
@@ -357,6 +374,17 @@ def _stops(body: list[ast.stmt]) -> bool:
         return True
     call = last.value if isinstance(last, ast.Expr) else None
     return isinstance(call, ast.Call) and dotted(call.func) in EXIT_CALLS
+
+
+def _built(node: ast.stmt) -> ast.Call | None:
+    """The call, as a statement's own value, that builds CUDA sources (``cuda_sources=``,
+    ``cuda_files=``, ``with_cuda=True``, a ``.cu`` file), if the statement is one."""
+    value = getattr(node, "value", None)
+    if not isinstance(value, ast.Call):
+        return None
+    named = [a.value for a in value.args if isinstance(a, ast.Constant)]
+    sources = [n for n in named if isinstance(n, str) and n.endswith(CUDA_SOURCE_SUFFIXES)]
+    return value if sources or given_cuda(value) else None
 
 
 def _loaded(node: ast.stmt) -> str | None:

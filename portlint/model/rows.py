@@ -93,7 +93,9 @@ def run(x):
     ),
     Row(
         "extension-build",
-        "a module that builds its own CUDA extension from `.cu` sources as it is imported",
+        "a module that builds its own CUDA extension from `.cu` sources as it is imported; "
+        "the rest of a block after a call that builds CUDA sources (`load_inline(cuda_sources="
+        "...)`, `load_jit(cuda_files=[...])`)",
         """\
 from torch.utils.cpp_extension import load
 
@@ -154,7 +156,8 @@ def op_cpu(x):
     Row(
         "dispatch-method",
         "a method `<name>_cuda` (or `_hip`, `_rocm`) of a class that also defines "
-        "`<name>_native` or `<name>_<another device>`: one arm of a dispatch by platform",
+        "`<name>_native` or `<name>_<another device>`, or a method `cuda` beside `npu`, `xpu` "
+        "or `cpu` (a `Module.cuda` override among its siblings): one arm of a dispatch by platform",
         """\
 class Op:
     def forward_native(self, x):
@@ -174,8 +177,9 @@ class Op:
         "a class of a platform layer declared for CUDA or ROCm: it implements a base class and "
         "binds an attribute to an enum member named CUDA or ROCm (`_enum = PlatformEnum.CUDA`), "
         "or gives its device's name or type (`device_name`, `device_type`, `dispatch_key`, "
-        '`_name`) as "cuda" or "rocm", as a class attribute, a property or in `__init__`; or '
-        "it derives from such a class of its module",
+        '`_name`) as "cuda" or "rocm", as a class attribute, a property or in `__init__`, or '
+        'names only CUDA as the devices it supports (`SUPPORTED_DEVICES = {"cuda"}`); or it '
+        "derives from such a class of its module",
         """\
 class CudaPlatform(Platform):
     _enum = PlatformEnum.CUDA
