@@ -143,6 +143,11 @@ def test_every_row_is_documented_once():
             "skip-marker",
         ),
         (
+            "HAS_CUDA = torch.cuda.is_available()\n\n@pytest.mark.skipif(not HAS_CUDA, reason='')\n"
+            f"def test_x():\n    {PROBE}\n",
+            "skip-marker",
+        ),
+        (
             "pytestmark = [pytest.mark.slow, pytest.mark.skipif(not torch.cuda.is_available(), reason='')]\n"
             f"def test_x():\n    {PROBE}\n",
             "skip-marker",
@@ -372,6 +377,8 @@ def test_a_check_that_skips_portable_code_is_the_finding(source):
         "if torch.cuda.is_available():\n    dev = 'cuda'\nelif torch.xpu.is_available():\n"
         "    dev = 'xpu'\nelse:\n    dev = 'cpu'\n",
         "dev = 'cuda' if torch.cuda.is_available() else 'npu' if is_npu() else 'cpu'\n",
+        "def states(rng):\n    if torch.cuda.is_available():\n        rng['cuda'] = 1\n"
+        "    if is_torch_npu_available():\n        rng['npu'] = 2\n",
         "@pytest.mark.skipif(not (torch.cuda.is_available() or torch.xpu.is_available()), reason='')\n"
         "def test_f():\n    run()\n",
     ],

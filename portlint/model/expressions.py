@@ -102,9 +102,11 @@ class Expressions:
                 if value.__class__ is list:
                     for item in value:
                         if item.__class__ not in LEAVES and isinstance(item, ast.AST):
-                            pending.append((item, inherits, inner.get(id(item), here)))
+                            test = inherits or item is decided
+                            pending.append((item, test, inner.get(id(item), here)))
                 elif value.__class__ not in LEAVES and isinstance(value, ast.AST):
-                    pending.append((value, inherits, inner.get(id(value), here)))
+                    test = inherits or value is decided
+                    pending.append((value, test, inner.get(id(value), here)))
 
     def _counted(
         self, iterable: ast.expr, body: list[ast.stmt], place: Evidence | None

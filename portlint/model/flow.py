@@ -44,6 +44,7 @@ from portlint.model.places import (
     span,
     walk,
 )
+from portlint.model.recognisers import skip_condition
 from portlint.platform import TRY_STAR
 
 T = TypeVar("T")
@@ -79,6 +80,7 @@ class Flow(Expressions):
         # the function needs CUDA, so does the code that calls it.
         self.implied: dict[int, frozenset] = {}
         self.flags: list[Flag] = []
+        self.beside = False  # (the block walked tests another device in an `if` of its own)
         self.scope = Scope()
         self.classes: list[str] = []  # the classes around the code walked
         self.class_scopes: list[Scope] = []
@@ -114,8 +116,9 @@ class Flow(Expressions):
         decided = meaning.if_true or meaning.if_false
         assert decided is not None
         # (the line of the evidence that the code it decides has: what `needed` holds)
-        otherwise = does_otherwise(other_arm)
-        read = None if falls_back_to_cpu(cuda_arm, other_arm) else (decided.line, otherwise)
+        otherwise = does_otherwise(other_arm) or self.beside  # (a dispatch: not the CPU)
+        fallback = falls_back_to_cpu(cuda_arm, other_arm) and not self.beside
+        read = None if fallback else (decided.line, otherwise)
         for node in walk(test):
             if isinstance(node, ast.Name):
                 flag = self.scope.flag(node.id)
@@ -155,7 +158,13 @@ class Flow(Expressions):
     def block(
         self, body: list[ast.stmt], place: Evidence | None, whole: bool = False
     ) -> Evidence | None:
-        """Walk ``body`` under ``place``; the place at its end (where it falls through)."""
+        """Walk ``body`` under ``place``; the place at its end (where it falls through). An
+        ``if`` beside another that tests another device (``if torch.cuda.is_available(): ...``
+        then ``if is_torch_npu_available(): ...``) is one arm of a dispatch over devices."""
+        beside, self.beside = (
+            self.beside,
+            any(isinstance(s, ast.If) and names_another_device([s.test]) for s in body),
+        )
         for index, statement in enumerate(body):
             after = self.statement(statement, place)
             if after is not None and place is not None and after.kind.startswith("library"):
@@ -167,6 +176,7 @@ class Flow(Expressions):
                 elif rest:
                     self.mark(*block_span(rest), after)
                 place = known(after)
+        self.beside = beside
         return place
 
     def statement(self, node: ast.stmt, place: Evidence | None) -> Evidence | None:
@@ -259,8 +269,9 @@ class Flow(Expressions):
         self, node: ast.FunctionDef | ast.AsyncFunctionDef, place: Evidence | None
     ) -> None:
         name = ".".join([*self.classes[-1:], node.name])
-        for decorator in node.decorator_list:
-            self.expressions(decorator, place)
+        for decorator in node.decorator_list:  # (a skip's test is read as a test)
+            marker = isinstance(decorator, ast.Call) and skip_condition(decorator)
+            self.expressions(decorator, place, decided=marker or None)
         evidence = place or self.recognisers.definition(node, self, nested=self.nested)
         if evidence is None and self.classes and self.constructed and node.name not in SET_UP:
             evidence = self.constructed  # (an instance exists only where its set-up returned)

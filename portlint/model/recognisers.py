@@ -18,11 +18,12 @@ from portlint.model.conditions import (
     ENUM_MEMBERS,
     PENDING,
     Evidence,
+    Meaning,
     is_pending,
     names_only_cuda,
     pending,
 )
-from portlint.model.places import SET_UP, Check, span, walk
+from portlint.model.places import SET_UP, walk
 from portlint.platform import (
     dotted,
     extension_build,
@@ -194,13 +195,11 @@ class Recognisers:
             flow.supported(test)  # (`skipif(not (cuda or xpu))`: the devices it supports)
         if evidence is None or is_pending(evidence):
             return evidence
-        why = f"the skip {evidence.why} decides CUDA-only code"
-        flow.checks.append(
-            Check(*span(test), Evidence("check", why, test.lineno), ((decorator.lineno, False),))
-        )
+        flow.check(test, Meaning(if_true=evidence), [], [])  # (the check: the skip's test)
         if getattr(decorator, "wraps", False):  # (a wrapper that skips: `_skips`)
-            return Evidence("skip-marker", f"its wrapper skips unless {evidence.why}", test.lineno)
-        return Evidence("skip-marker", f"`@{flow.segment(decorator)}`", decorator.lineno)
+            why = f"its wrapper skips unless {evidence.why}"
+            return Evidence("skip-marker", why, evidence.line)
+        return Evidence("skip-marker", f"`@{flow.segment(decorator)}`", evidence.line)
 
     def _pytestmark(self, statement: ast.stmt, flow) -> Evidence | None:
         if not (
