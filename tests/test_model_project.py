@@ -103,10 +103,14 @@ def test_the_places_are_kept_with_the_facts(tmp_path):
 def test_a_use_under_another_module_s_marker(tmp_path):
     """A private function whose only use is in a test that a marker of another module skips
     unless on CUDA: the project tells the marker, then the use's place."""
-    utils = "import pytest\nimport torch\n\nrequires_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason='')\n"
+    utils = (
+        "import pytest\nimport torch\n\nrequires_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason='')\n"
+        "\n\ndef prepare():\n    return 1\n"
+    )
     test = (
-        f"import torch\nfrom .utils import requires_gpu\n\n\ndef _worker():\n    {PROBE}\n\n\n"
-        "@requires_gpu\ndef test_x():\n    spawn(_worker)\n"
+        f"import torch\nfrom .utils import prepare, requires_gpu\n\n\ndef _worker():\n    {PROBE}\n\n\n"
+        "@requires_gpu\ndef test_x():\n    prepare()  # (another module's call: what follows waits too)\n"
+        "    spawn(_worker)\n"
     )
     found, silenced = check(tmp_path, {"utils.py": utils, "test_x.py": test})
     assert "pkg/test_x.py:6:5" not in found

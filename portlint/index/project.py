@@ -280,10 +280,11 @@ class Project:
         if not self.flow:
             return bool(facts[kind][row][2])
         placed = facts["placed"][KINDS.index(kind)][row]
-        if isinstance(placed, list):  # (evidence that another module's name decides)
-            want, module, name = placed
-            found = self._export(path, module, name)
-            return found is not None and found[0] == want
+        if isinstance(placed, list):  # (evidence that another module's names decide)
+            return any(
+                (found := self._export(path, module, name)) is not None and found[0] == want
+                for want, module, name in placed
+            )
         return placed >= 0
 
     def _unimportable(self) -> None:

@@ -19,7 +19,6 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from portlint.model.conditions import (
-    PENDING,
     Evidence,
     bindings_of,
     is_pending,
@@ -97,12 +96,16 @@ class _Regions:
 
     def around(self, point: tuple[int, int]) -> Region | None:
         """The region around ``point`` that starts nearest it, if one is."""
+        return next(self.all_around(point), None)
+
+    def all_around(self, point: tuple[int, int]) -> Iterator[Region]:
+        """The regions around ``point``, the one that starts nearest it first."""
         index = bisect.bisect_right(self.starts, point)  # (the regions that start before it)
         if not index or point >= self.reach[index - 1]:  # (none of them ends after it)
-            return None
-        return next(
-            self.regions[i] for i in range(index - 1, -1, -1) if point < self.regions[i].end
-        )
+            return
+        for i in range(index - 1, -1, -1):
+            if point < self.regions[i].end:
+                yield self.regions[i]
 
 
 def _is_fixture(decorator: ast.expr) -> bool:
@@ -163,19 +166,18 @@ class PlatformModel:
     def placed(self, points: Iterable[tuple[int, int]]) -> list[Any]:
         """For each point (a line, and a column in UTF-8 bytes as ``ast`` counts it), the line
         of evidence that the code there runs only on CUDA (of a region around it; the module's
-        path: 0); else what a region around it waits for (``[want, module, name]``:
-        :func:`~portlint.model.conditions.pending`, for the project to answer); else -1: it may
-        run anywhere."""
+        path: 0); else what the regions around it wait for (``[[want, module, name], ...]``:
+        :func:`~portlint.model.conditions.pending`, for the project to answer: one is enough);
+        else -1: it may run anywhere."""
         known, waiting = _Regions(self.regions), _Regions(self.pending)
         found: list[Any] = []
         for point in points:
-            region = known.around(point) or waiting.around(point)
-            if region is None:
-                found.append(-1)
-            elif region.evidence.kind == PENDING:
-                found.append(region.evidence.why.split(" "))
-            else:
+            region = known.around(point)
+            if region is not None:
                 found.append(region.evidence.line)
+                continue
+            wanted = dict.fromkeys(r.evidence.why for r in waiting.all_around(point))
+            found.append([why.split(" ") for why in wanted] or -1)
         return found
 
     def exports(self) -> dict[str, list]:

@@ -221,6 +221,8 @@ class Flow(Expressions):
 
     def branch(self, node: ast.If, place: Evidence | None) -> Evidence | None:
         meaning = self.test(node.test, place, node.body, node.orelse)
+        if not meaning.known:  # (`if __name__ == "__main__":` of a worker)
+            meaning = Meaning(if_true=self.recognisers.main(node, self))
         self.arm(node.body, place, meaning.if_true)
         self.arm(node.orelse, place, meaning.if_false)
         if leaves(node.body) and not (node.orelse and leaves(node.orelse)):

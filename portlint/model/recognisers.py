@@ -154,6 +154,24 @@ class Recognisers:
                 return Evidence("platform-class", why, line)
         return None
 
+    def main(self, node: ast.If, flow) -> Evidence | None:
+        """Why the ``if __name__ == "__main__":`` block runs only on CUDA: the module names
+        ``__file__`` only in code that runs only there (a test that requires CUDA launches the
+        module as its worker: ``subprocess.run([sys.executable, __file__, "--worker"])``)."""
+        test = node.test
+        if not (
+            isinstance(test, ast.Compare)
+            and dotted(test.left) == "__name__"
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__"
+        ):
+            return None
+        launches = flow.previous.uses.get("__file__", [])
+        if not launches or None in launches:
+            return None
+        why = "the module runs as a worker only of tests that run only on CUDA (`__file__`)"
+        return Evidence("worker-entry", why, launches[0])
+
     def _used(self, node: ast.stmt) -> str | None:
         """A name bound to a library of the table that the statement (a simple one, or the
         header of a ``with``) uses: calls, or reads an attribute of."""

@@ -243,6 +243,29 @@ def test_sync(gpu):
 """,
     ),
     Row(
+        "worker-entry",
+        'the `if __name__ == "__main__":` block of a module that names `__file__` only in code '
+        "that runs only on CUDA: a test that requires CUDA launches the module as its worker",
+        """\
+def test_two_gpus():
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA")
+    subprocess.run([sys.executable, __file__, "--worker"])
+
+
+if __name__ == "__main__":
+    torch.cuda.synchronize()
+""",
+        """\
+def test_two_gpus():
+    subprocess.run([sys.executable, __file__, "--worker"])
+
+
+if __name__ == "__main__":
+    torch.cuda.synchronize()
+""",
+    ),
+    Row(
         "callers",
         "a private function of the module (`_name`, or one defined in a function) whose every "
         "use is in code that runs only on CUDA",
