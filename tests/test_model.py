@@ -320,6 +320,12 @@ def test_the_check_is_not_the_finding():
         'if torch.cuda.is_available():\n    acc = "cuda"\nelif torch.backends.mps.is_available():\n'
         '    acc = "mps"\nelse:\n    acc = "cpu"\n',
         "device = DeviceGPU() if torch.cuda.is_available() else DeviceCPU()\n",
+        # CUDA, then MPS in an `if` of its own, else the CPU
+        "def dev():\n    if torch.cuda.is_available():\n        return 'cuda'\n"
+        "    if torch.backends.mps.is_available():\n        return 'mps'\n    return 'cpu'\n",
+        # an early exit for a device named by the caller is no arm of the automatic choice
+        "def pick(d):\n    if str(d).startswith(('tpu', 'intel')):\n        return d\n"
+        "    if torch.cuda.is_available():\n        return 'cuda'\n    return 'cpu'\n",
         # CUDA either way
         "def load(w):\n    return w if w.is_cuda else w.cuda()\n",
     ],

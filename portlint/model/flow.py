@@ -36,6 +36,7 @@ from portlint.model.places import (
     Region,
     Scope,
     Summaries,
+    asks_another_device,
     block_span,
     does_otherwise,
     falls_back_to_cpu,
@@ -160,10 +161,12 @@ class Flow(Expressions):
     ) -> Evidence | None:
         """Walk ``body`` under ``place``; the place at its end (where it falls through). An
         ``if`` beside another that tests another device (``if torch.cuda.is_available(): ...``
-        then ``if is_torch_npu_available(): ...``) is one arm of a dispatch over devices."""
+        then ``if is_torch_npu_available(): ...``) is one arm of a dispatch over devices: not
+        one beside a test of Apple's MPS only, which leaves XPU and NPU to the CPU, nor beside a
+        device the caller named (``if str(d).startswith("xpu"): return d``)."""
         beside, self.beside = (
             self.beside,
-            any(isinstance(s, ast.If) and names_another_device([s.test]) for s in body),
+            any(isinstance(s, ast.If) and asks_another_device(s.test) for s in body),
         )
         for index, statement in enumerate(body):
             after = self.statement(statement, place)

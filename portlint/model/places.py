@@ -186,6 +186,15 @@ def names_another_device(nodes: list[ast.AST], apple: bool = True) -> bool:
     return False
 
 
+def asks_another_device(test: ast.expr) -> bool:
+    """Whether a test asks whether another device (not Apple's) is there: it calls a function
+    or method named for one (``is_torch_npu_available()``, ``torch.xpu.is_available()``)."""
+    return any(
+        isinstance(node, ast.Call) and names_another_device([node.func], apple=False)
+        for node in walk(test)
+    )
+
+
 def does_otherwise(nodes: list[ast.AST]) -> bool:
     """Whether the arm taken off CUDA does something of its own there: raises (a requirement),
     calls anything but a message (another implementation, a skip), or is another device's."""
