@@ -80,6 +80,11 @@ def is_pending(evidence: Evidence | None) -> bool:
     return evidence is not None and evidence.kind == PENDING
 
 
+def known(evidence: Evidence | None) -> Evidence | None:
+    """``evidence``, where it does not wait for another module: what code is under."""
+    return None if is_pending(evidence) else evidence
+
+
 @dataclass(frozen=True)
 class Form:
     """A form of condition the evaluator reads: its kind, a line of documentation, a test that

@@ -22,14 +22,13 @@ accelerator the code runs on the CPU, which is the finding.
 from __future__ import annotations
 
 import ast
-from typing import TypeVar
 
-from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending
+from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending, known
 from portlint.model.expressions import Expressions
+from portlint.model.names import Names
 from portlint.model.places import (
     END,
     FUNCTIONS,
-    NONE,
     SET_UP,
     Check,
     Flag,
@@ -48,11 +47,8 @@ from portlint.model.places import (
 from portlint.model.recognisers import skip_condition
 from portlint.platform import TRY_STAR
 
-T = TypeVar("T")
-TESTS = (ast.BoolOp, ast.Compare, ast.UnaryOp)  # (a value that is a test)
 
-
-class Flow(Expressions):
+class Flow(Names, Expressions):
     """One pass over a module (see the module's docstring): ``module`` reads its text and
     names, ``recognisers`` say what a definition or a statement shows
     (:mod:`portlint.model.recognisers`), ``previous`` is what the last pass learnt of the
@@ -355,98 +351,6 @@ class Flow(Expressions):
         self.siblings.pop()
         self.class_scopes.pop()
 
-    # --- names ------------------------------------------------------------------------------
-    def assigned(
-        self, node: ast.Assign | ast.AnnAssign | ast.AugAssign, place: Evidence | None
-    ) -> None:
-        """A plain name, or an attribute of ``self``, bound: to a test (a flag), to a value made
-        here (on CUDA only or not; ``x if <CUDA> else None`` is made only on CUDA)."""
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        value = node.value
-        if value is None:
-            return
-        meaning = Meaning()
-        if not isinstance(node, ast.AugAssign):
-            meaning = self.conditions.meaning(value)
-            if meaning.waits:
-                meaning = Meaning()  # (a name of another module: no flag of this one)
-            if place is None and not meaning.known and isinstance(value, TESTS):
-                self.supported(value)  # (`ok = torch.cuda.is_available() or is_xpu()`)
-            if isinstance(value, ast.IfExp) and place is None:
-                place = known(self._made_in_choice(value))
-        for target in targets:
-            name = target.id if isinstance(target, ast.Name) else None
-            scope = self.scope
-            if name is None and self.owner is not None and self.method(target) is not None:
-                name, scope = f"self.{target.attr}", self.owner[1]  # type: ignore[attr-defined]
-            if name is None:
-                continue
-            scope.meanings.pop(name, None)
-            scope.flags.pop(name, None)
-            if meaning.known:
-                scope.meanings[name] = meaning
-                scope.flags[name] = flag = Flag(value, meaning)
-                self.flags.append(flag)
-            elif _is_none(value):
-                scope.made.setdefault(name, NONE)
-            else:
-                _made(scope, name, place)
-
-    def imported(self, node: ast.Import | ast.ImportFrom, place: Evidence | None) -> None:
-        """The names an import binds: made only on CUDA where it runs only there (``if
-        current_platform.is_cuda(): from .kernels import fused`` then ``if fused is not
-        None:``)."""
-        for alias in node.names:
-            name = alias.asname or alias.name.partition(".")[0]
-            if name != "*":
-                self.scope.meanings.pop(name, None)
-                self.scope.flags.pop(name, None)
-                _made(self.scope, name, place)
-
-    def _made_in_choice(self, value: ast.IfExp) -> Evidence | None:
-        """Where ``x if <test> else None`` (or the reverse) makes ``x`` only on CUDA: why."""
-        meaning = self.conditions.meaning(value.test)
-        if _is_none(value.orelse):
-            return meaning.if_true
-        return meaning.if_false if _is_none(value.body) else None
-
-    def _called(self, call: ast.Call) -> Meaning | None:
-        found = self.summary(call.func, self.previous.predicates)
-        return Meaning(if_true=found) if found is not None else None
-
-    def summary(self, callee: ast.expr, table: dict[str, T]) -> T | None:
-        """The entry of ``table`` for a call's callee: a function of the module, or a method of
-        the class around the call (``self.m``)."""
-        if isinstance(callee, ast.Name):
-            return table.get(callee.id)
-        method = self.method(callee)
-        return table.get(method) if method else None
-
-    def method(self, node: ast.AST) -> str | None:
-        """``Class.name`` for ``self.name`` or ``cls.name`` in a method of ``Class``."""
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id in ("self", "cls")
-            and self.owner is not None
-        ):
-            return f"{self.owner[0]}.{node.attr}"
-        return None
-
-    def required(self, node: ast.stmt) -> Evidence | None:
-        """A call, as the statement's own value, of a function that cannot return unless on CUDA."""
-        value = getattr(node, "value", None)
-        if isinstance(value, ast.Await):
-            value = value.value
-        if not isinstance(value, ast.Call):
-            return None
-        found = self.summary(value.func, self.previous.requires)
-        if found is None and isinstance(value.func, ast.Name):  # (another module's function?)
-            return self.conditions.imported(value, value.func.id, "requires").if_true
-        return found
-
-    # --- expressions ------------------------------------------------------------------------
-
 
 def _exits_first(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether the function's first statement (after its docstring) is ``if ...: return``
@@ -464,22 +368,9 @@ def _exits_first(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     )
 
 
-def _made(scope: Scope, name: str, place: Evidence | None) -> None:
-    """``name`` bound in ``scope`` to a value made at ``place`` (None: anywhere)."""
-    if place is None:
-        scope.made[name] = None
-    elif scope.made.get(name, NONE) is NONE:
-        why = f"`{name}` is made only under {place.why}"
-        scope.made[name] = Evidence("none-test", why, place.line)
-
-
 def _false(node: ast.expr) -> bool:
     """``None``, ``False``, ``0``, ``""``: a constant that is false."""
     return isinstance(node, ast.Constant) and not node.value
-
-
-def _is_none(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _checked(meaning: Meaning, test: ast.expr) -> Evidence:
@@ -493,8 +384,3 @@ def _exit(evidence: Evidence | None) -> Evidence | None:
     if evidence is None or is_pending(evidence):
         return evidence
     return Evidence("exit", f"an exit unless {evidence.why}", evidence.line)
-
-
-def known(evidence: Evidence | None) -> Evidence | None:
-    """``evidence``, where it does not wait for another module: what code is under."""
-    return None if is_pending(evidence) else evidence

@@ -1,0 +1,129 @@
+"""The flow pass's names (:class:`portlint.model.flow.Flow` is one): what a name, or an
+attribute of ``self``, is bound to (a test: a flag; a value made only on CUDA; an import made
+only there), and the module's functions a call or a name stands for."""
+
+from __future__ import annotations
+
+import ast
+from typing import TypeVar
+
+from portlint.model.conditions import Conditions, Evidence, Meaning, known
+from portlint.model.places import NONE, Flag, Scope, Summaries
+
+T = TypeVar("T")
+TESTS = (ast.BoolOp, ast.Compare, ast.UnaryOp)  # (a value that is a test)
+
+
+class Names:
+    """The names of the flow pass, over what it keeps (declared here, made there)."""
+
+    conditions: Conditions
+    scope: Scope
+    owner: tuple[str, Scope] | None
+    previous: Summaries
+    flags: list[Flag]
+
+    def supported(self, test: ast.expr) -> None:
+        raise NotImplementedError
+
+    def assigned(
+        self, node: ast.Assign | ast.AnnAssign | ast.AugAssign, place: Evidence | None
+    ) -> None:
+        """A plain name, or an attribute of ``self``, bound: to a test (a flag), to a value made
+        here (on CUDA only or not; ``x if <CUDA> else None`` is made only on CUDA)."""
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = node.value
+        if value is None:
+            return
+        meaning = Meaning()
+        if not isinstance(node, ast.AugAssign):
+            meaning = self.conditions.meaning(value)
+            if meaning.waits:
+                meaning = Meaning()  # (a name of another module: no flag of this one)
+            if place is None and not meaning.known and isinstance(value, TESTS):
+                self.supported(value)  # (`ok = torch.cuda.is_available() or is_xpu()`)
+            if isinstance(value, ast.IfExp) and place is None:
+                place = known(self._made_in_choice(value))
+        for target in targets:
+            name = target.id if isinstance(target, ast.Name) else None
+            scope = self.scope
+            if name is None and self.owner is not None and self.method(target) is not None:
+                name, scope = f"self.{target.attr}", self.owner[1]  # type: ignore[attr-defined]
+            if name is None:
+                continue
+            scope.meanings.pop(name, None)
+            scope.flags.pop(name, None)
+            if meaning.known:
+                scope.meanings[name] = meaning
+                scope.flags[name] = flag = Flag(value, meaning)
+                self.flags.append(flag)
+            elif _is_none(value):
+                scope.made.setdefault(name, NONE)
+            else:
+                _made(scope, name, place)
+
+    def imported(self, node: ast.Import | ast.ImportFrom, place: Evidence | None) -> None:
+        """The names an import binds: made only on CUDA where it runs only there (``if
+        current_platform.is_cuda(): from .kernels import fused`` then ``if fused is not
+        None:``)."""
+        for alias in node.names:
+            name = alias.asname or alias.name.partition(".")[0]
+            if name != "*":
+                self.scope.meanings.pop(name, None)
+                self.scope.flags.pop(name, None)
+                _made(self.scope, name, place)
+
+    def _made_in_choice(self, value: ast.IfExp) -> Evidence | None:
+        """Where ``x if <test> else None`` (or the reverse) makes ``x`` only on CUDA: why."""
+        meaning = self.conditions.meaning(value.test)
+        if _is_none(value.orelse):
+            return meaning.if_true
+        return meaning.if_false if _is_none(value.body) else None
+
+    def _called(self, call: ast.Call) -> Meaning | None:
+        found = self.summary(call.func, self.previous.predicates)
+        return Meaning(if_true=found) if found is not None else None
+
+    def summary(self, callee: ast.expr, table: dict[str, T]) -> T | None:
+        """The entry of ``table`` for a call's callee: a function of the module, or a method of
+        the class around the call (``self.m``)."""
+        if isinstance(callee, ast.Name):
+            return table.get(callee.id)
+        method = self.method(callee)
+        return table.get(method) if method else None
+
+    def method(self, node: ast.AST) -> str | None:
+        """``Class.name`` for ``self.name`` or ``cls.name`` in a method of ``Class``."""
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+            and self.owner is not None
+        ):
+            return f"{self.owner[0]}.{node.attr}"
+        return None
+
+    def required(self, node: ast.stmt) -> Evidence | None:
+        """A call, as the statement's own value, of a function that cannot return unless on CUDA."""
+        value = getattr(node, "value", None)
+        if isinstance(value, ast.Await):
+            value = value.value
+        if not isinstance(value, ast.Call):
+            return None
+        found = self.summary(value.func, self.previous.requires)
+        if found is None and isinstance(value.func, ast.Name):  # (another module's function?)
+            return self.conditions.imported(value, value.func.id, "requires").if_true
+        return found
+
+
+def _made(scope: Scope, name: str, place: Evidence | None) -> None:
+    """``name`` bound in ``scope`` to a value made at ``place`` (None: anywhere)."""
+    if place is None:
+        scope.made[name] = None
+    elif scope.made.get(name, NONE) is NONE:
+        why = f"`{name}` is made only under {place.why}"
+        scope.made[name] = Evidence("none-test", why, place.line)
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
