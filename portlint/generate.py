@@ -165,7 +165,11 @@ def model_page_text() -> str:
         'whose torch device type is `"cuda"` too) and on what evidence: one evaluator of '
         "conditions, one flow pass per scope, the table of recognisers below, and summaries of "
         "the module's functions (cannot return unless on CUDA; answers a test of CUDA; used only "
-        "in CUDA-only code) taken to a fixpoint. A name alone (a module, class or function "
+        "in CUDA-only code) taken to a fixpoint. Across the project, a function, class or "
+        "module whose every use (or import) the model places in CUDA-only code runs only there "
+        "too (`callers`), and a name imported from another module of the project (a flag, a "
+        "predicate, a skip marker, a function that cannot return unless on CUDA) means what "
+        "that module's model says (`imported`). A name alone (a module, class or function "
         "named for CUDA) is never evidence.",
         "",
         'Set `platform-model = "flow"` in `[tool.portlint]` (or pass `--config '
