@@ -241,12 +241,6 @@ def lint_source(
     return judged_alone(path, source, settings, found, notes)
 
 
-def flow_model(settings: Settings) -> bool:
-    """Whether the platform model (``platform-model = "flow"``) decides where code runs: then
-    the project index's facts hold its places (:func:`portlint.index.reading.read_module`)."""
-    return settings.platform_model == "flow"
-
-
 def judged_alone(
     path: str, source: str, settings: Settings, found: list[Violation], notes: dict[str, list]
 ) -> list[Violation]:
@@ -259,7 +253,7 @@ def judged_alone(
     tree = parse_ast(source)
     if tree is None:
         return found
-    alone = {**read_module(tree, frozenset(), flow_model(settings)), "notes": notes}
+    alone = {**read_module(tree, frozenset(), settings.flow), "notes": notes}
     return sorted(Project({path: alone}, settings).judge(found, None))
 
 
@@ -298,11 +292,7 @@ def fix_source(
             return lint_source(path, text, settings)
         tree = python_verdict(path, text)
         module = tree if isinstance(tree, ast.Module) else None
-        facts = (
-            read_module(module, project.packages, flow_model(settings))
-            if module is not None
-            else None
-        )
+        facts = read_module(module, project.packages, settings.flow) if module is not None else None
         found = lint_source(path, text, settings, tree=tree, facts=facts)
         if facts is not None:
             project.update(path, facts)
@@ -477,9 +467,7 @@ def _job_outcome(job: Job) -> Outcome:
                 tree = python_verdict(job.path, job.source)
                 module = tree if isinstance(tree, ast.Module) else None
             facts = (
-                read_module(module, job.packages, flow_model(job.settings))
-                if module is not None
-                else None
+                read_module(module, job.packages, job.settings.flow) if module is not None else None
             )
         found: list[Violation] = []
         noted: dict | None = {} if job.project else None  # (lint_source puts the notes in it)
@@ -542,7 +530,7 @@ def lint_files(
         if found is not None:
             return RunResult(sorted(found), files_checked=len(files))
     packages = _top_packages([*files, *others]) if project else None
-    placed = flow_model(settings)
+    placed = settings.flow
     store = IndexStore(cache.folder, packages, placed) if cache and packages is not None else None
     facts = Facts(store, packages or frozenset(), placed)
     early: dict[str, tuple[bytes, os.stat_result, str]] = {}  # files read before the run

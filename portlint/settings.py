@@ -40,6 +40,13 @@ class Settings:
     # portlint.analysis.guards) or "flow" (the platform model, portlint.model).
     platform_model: str = "guards"
 
+    @property
+    def flow(self) -> bool:
+        """Whether the platform model (``platform-model = "flow"``) decides where code runs:
+        then the project index's facts hold its places
+        (:func:`portlint.index.reading.read_module`)."""
+        return self.platform_model == "flow"
+
     def codes_for(self, path: str) -> frozenset[str]:
         """The codes enabled for ``path``: ``per-file-ignores`` and ``cuda-only-paths`` applied."""
         ignored: set[str] = set()

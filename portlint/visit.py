@@ -82,7 +82,7 @@ def lint_parsed(
     }
     visiting = [rule for rule in rules if rule is not UnusedNoqa and shown[rule.evidence]]
     module = None
-    if any(rule.guardable for rule in visiting) and settings.platform_model != "flow":
+    if any(rule.guardable for rule in visiting) and not settings.flow:
         libraries = foreign_libraries(path, settings.root, settings.cuda_only_imports)
         module = module_platform(path, settings.root, tree, libraries, settings.platform_inferences)
         if module is not None and silenced is None:
@@ -272,7 +272,7 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
         reports = _held_back(job, context.reports, positions)
         return [report.violation(job.path, positions, fixes) for report in reports]
     libraries = foreign_libraries(job.path, settings.root, settings.cuda_only_imports)
-    if settings.platform_model == "flow":
+    if settings.flow:
         return _visit_modelled(job, wrapper, visitors, context, guardable, libraries)
     imported_on_cuda = guarded_imports(job.tree)  # (or None: held only there, as values are)
     guards = GuardAnalysis(

@@ -150,8 +150,6 @@ class Project:
         self._bound: dict[str, dict[str, list]] = {}  # per module, its bindings by local name
         self._shown: dict[str, str] = {}
         inferences = settings.platform_inferences
-        # (With the platform model, a use's place is the model's: `placed` of the facts.)
-        self.flow = settings.platform_model == "flow"
         self.callers = "callers" in inferences
         self.tests = "tests" in inferences
         self._conftests: dict[str, str] | None = None  # by folder (absolute), once asked for
@@ -277,7 +275,7 @@ class Project:
         facts of ``path`` runs only on CUDA by itself: where the platform model places it, with
         the model; else by the guard analysis of the index's reader."""
         facts = self.facts[path]
-        if not self.flow:
+        if not self.settings.flow:
             return bool(facts[kind][row][2])
         placed = facts["placed"][KINDS.index(kind)][row]
         if isinstance(placed, list):  # (evidence that another module's names decide)
@@ -346,7 +344,7 @@ class Project:
                 self.confined_modules.setdefault(module, needs.why())
         root = self.settings.root
         for path, data in self.facts.items():
-            if self.flow:
+            if self.settings.flow:
                 if data["confined"] is not None:  # (the model's: `PlatformModel.whole`)
                     self.confined_modules[self.module_of[path]] = data["confined"][1]
                 continue
@@ -530,7 +528,7 @@ class Project:
         CUDA-only library, the answers to the model's pending evidence, the functions, classes
         and modules whose every use the model places in CUDA-only code, and the rebinds of
         ``torch.cuda`` attributes."""
-        if self.settings.platform_model == "flow":
+        if self.settings.flow:
             kept = []
             for violation in violations:
                 reason = self.imported_here(violation.path, violation)
