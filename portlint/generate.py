@@ -181,7 +181,10 @@ def model_page_text() -> str:
         "A finding in code that one of these decides runs only on CUDA. The test itself is the "
         "check that confines that code, and no finding, where the code it decides needs CUDA (a "
         "CUDA-only API or library there) or the other arm does something of its own (another "
-        "implementation, a `raise`, a skip, another device's code). It is the finding where the "
+        "implementation, a `raise` or a failed `assert`, a skip, another device's code; the "
+        "rest of the block, where a test of a tensor's `.is_cuda` decides a body that returns: "
+        "`if x.is_cuda:` `return fused(x)` then `return portable(x)`), or the test tells "
+        "NVIDIA's build from AMD's (`torch.version.hip`). It is the finding where the "
         'other arm runs on the CPU (`"cuda" if torch.cuda.is_available() else "cpu"`, or a '
         "dispatch over CUDA, MPS and the CPU, which leaves XPU and NPU to the CPU), and where "
         "what it decides would run on any device (`if x.is_cuda: x.record_stream(s)`): other "
@@ -193,7 +196,14 @@ def model_page_text() -> str:
         "",
         "The flow pass reads them in `if`/`elif`/`else`, `while`, `assert`, `a if t else b`, "
         "`and`/`or` and comprehensions, after an early exit (`return`, `raise`, `continue`, "
-        "`break`, a skip) and through names bound to them (`exit`, `none-test`, `predicate`).",
+        "`break`, a skip) and through names bound to them (`exit`, `none-test`, `predicate`). "
+        "The `else` that ends a chain of tests of other devices with no CUDA arm (`if "
+        "torch.xpu.is_available(): ...` `elif is_torch_npu_available(): ...` `else: ...`) is "
+        "CUDA's (`dispatch`; not after a test of Apple's MPS only, which leaves XPU and NPU to "
+        'the `else`). Of the two arms of a test of the torch release (`is_torch_version(">=", '
+        '"2.3")`, `TORCH_2_4`, `hasattr(torch, "accelerator")`), the one that names CUDA '
+        "where the other does not is the fallback for another release (`torch-release`): the "
+        "other arm is where the code moved on.",
         "",
         "A name another module of the project binds (a flag, a function that answers a test "
         "of CUDA, a skip marker), imported by name, counts where that module says so: what "

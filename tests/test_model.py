@@ -356,6 +356,10 @@ def test_cuda_or_else_the_cpu_is_a_finding_at_the_check(source):
         "def probe():\n    if not torch.cuda.is_available():\n        return\n"
         "    return torch.zeros(2, device='cuda')\n",
         "def mean(loss, log_probs):\n    return (loss.cuda() if log_probs.is_cuda else loss).mean()\n",
+        # a predicate's answer for a Triton kernel, read by code that is not all checks
+        "def can_fuse(x):\n    return x.is_cuda and x.dim() == 2\n",
+        # a body that does not leave: the rest of the block is no other path
+        "def f(x):\n    if x.is_cuda:\n        x = fused(x)\n    return finish(x)\n",
     ],
 )
 def test_a_check_that_skips_portable_code_is_the_finding(source):
@@ -387,12 +391,134 @@ def test_a_check_that_skips_portable_code_is_the_finding(source):
         "    if is_torch_npu_available():\n        rng['npu'] = 2\n",
         "@pytest.mark.skipif(not (torch.cuda.is_available() or torch.xpu.is_available()), reason='')\n"
         "def test_f():\n    run()\n",
+        # a choice of kernel by the tensor's device: the rest of the block is the other path
+        "def f(x):\n    if x.is_cuda and x.dim() == 2:\n        return fused(x)\n    return ref(x)\n",
+        "def f(x):\n    if x.is_cuda:\n        try:\n            return fused(x)\n"
+        "        except RuntimeError:\n            pass\n    return ref(x)\n",
+        # a requirement stated by `assert`, by a marker the module names
+        "def f(x):\n    assert x.is_cuda\n    kernel[(1,)](x)\n",
+        "needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason='CUDA')\n"
+        "@needs_cuda\ndef test_f():\n    run()\n",
+        # a marker the module defines for other modules' tests
+        "def require_single_gpu(test_case):\n"
+        "    return unittest.skipUnless(torch.cuda.device_count() == 1, 'one')(test_case)\n",
+        # one vendor's code: the test tells NVIDIA's build from AMD's
+        "def f():\n    if torch.cuda.is_available() and torch.version.hip is None:\n"
+        "        x = 1\n",
     ],
 )
 def test_a_check_with_another_way_elsewhere_is_no_finding(source):
     found, silenced = lint(f"import pytest\nimport torch\n{source}")
     assert [code for *_, code in found if code.startswith("PORT4")] == []
     assert {s.kind for s in silenced if s.violation.code.startswith("PORT4")} <= {"check"}
+
+
+@pytest.mark.parametrize(
+    ("source", "silent"),
+    [
+        (
+            "if torch.xpu.is_available():\n    torch.xpu.synchronize()\n"
+            f"elif is_torch_npu_available():\n    torch.npu.synchronize()\nelse:\n    {PROBE}\n",
+            True,
+        ),
+        (f"if _is_xpu:\n    run_xpu()\nelse:\n    {PROBE}\n", True),
+        (
+            f"if ready:\n    pass\nelif DEVICE_TYPE == 'npu':\n    run_npu()\nelse:\n    {PROBE}\n",
+            True,
+        ),
+        (f"with torch.xpu.device(d) if HAS_XPU else {PROBE}:\n    run()\n", True),
+        # a CUDA arm: the `else` is the rest, the CPU among them
+        (
+            "if torch.cuda.is_available():\n    run()\nelif torch.xpu.is_available():\n"
+            f"    run_xpu()\nelse:\n    {PROBE}\n",
+            False,
+        ),
+        (f"if d.type in ('cuda', 'mtia'):\n    run()\nelse:\n    {PROBE}\n", False),
+        # only Apple's MPS before it: XPU and NPU take the `else`
+        (f"if torch.backends.mps.is_available():\n    run_mps()\nelse:\n    {PROBE}\n", False),
+    ],
+)
+def test_the_else_of_a_dispatch_over_other_devices(source, silent):
+    source = f"import torch\n{source}"
+    found, silenced = lint(source)
+    assert reported(found, probe(source)) is not silent
+    assert silenced_at(silenced, probe(source)) == ({"dispatch"} if silent else set())
+
+
+@pytest.mark.parametrize(
+    ("source", "silent"),
+    [
+        (
+            "if is_torch_version('>=', '2.3'):\n    s = torch.amp.GradScaler('cuda')\nelse:\n"
+            "    s = torch.cuda.amp.GradScaler()\n",
+            True,
+        ),
+        (
+            "TORCH_2_4 = True\n"
+            "s = torch.amp.GradScaler('cuda') if TORCH_2_4 else torch.cuda.amp.GradScaler()\n",
+            True,
+        ),
+        (
+            "torch_version = version.parse(torch.__version__)\n"
+            "if torch_version < version.parse('2.4.0'):\n    s = torch.cuda.amp.GradScaler()\n"
+            "else:\n    s = torch.amp.GradScaler('cuda')\n",
+            True,
+        ),
+        (
+            "if hasattr(torch, 'accelerator'):\n    torch.accelerator.synchronize()\nelse:\n"
+            "    s = torch.cuda.amp.GradScaler()\n",
+            True,
+        ),
+        # both arms name CUDA: neither is where the code moved on
+        (
+            "if is_torch_version('>=', '2.3'):\n    s = torch.cuda.amp.GradScaler()\nelse:\n"
+            "    s = torch.cuda.amp.GradScaler()\n",
+            False,
+        ),
+        # a test of the device, not of the release
+        (
+            "if torch.version.cuda >= '12':\n    pass\nelse:\n    s = torch.cuda.amp.GradScaler()\n",
+            False,
+        ),
+    ],
+)
+def test_the_arm_for_another_torch_release(source, silent):
+    """The arm of a torch-release test that names CUDA where the other does not is the
+    fallback for old torch: the other arm is where the code moved on (and where a finding, if
+    any, is)."""
+    source = f"import torch\n{source}"
+    found, silenced = lint(source)
+    line = max(n for n, text in enumerate(source.splitlines(), 1) if "torch.cuda.amp" in text)
+    at = [(n, c) for n, c, code in found if code == "PORT405" and n == line]
+    kinds = {s.kind for s in silenced if s.violation.line == line}
+    assert (not at and kinds == {"torch-release"}) if silent else (at and not kinds)
+
+
+def test_an_import_in_a_with_block_of_the_module_is_the_module_s():
+    """``with patch(...): import cupy`` at the top level: the module cannot be imported off
+    CUDA, as with a plain import."""
+    source = (
+        "import torch\nfrom unittest.mock import patch\nwith patch('importlib.metadata'):\n"
+        f"    import cupy as cp\n\ndef f():\n    {PROBE}\n"
+    )
+    found, silenced = lint(source)
+    assert found == []
+    assert silenced_at(silenced, probe(source)) == {"library-import"}
+    model = PlatformModel(ast.parse(source), source, tuple(CUDA_ONLY_LIBRARIES))
+    assert model.whole() is not None
+
+
+def test_a_device_named_to_a_cuda_call_picks_no_device():
+    """``torch.cuda.get_device_capability(f"cuda:{i}")`` asks about a CUDA device; it is no
+    ``"cuda"`` chosen for code that could run elsewhere, so the count is a check."""
+    source = (
+        "import torch\nfor i in range(torch.cuda.device_count()):\n"
+        "    cap = torch.cuda.get_device_capability(f'cuda:{i}')\n"
+    )
+    found, silenced = lint(source)
+    assert found == []
+    assert silenced_at(silenced, (2, 16)) == {"check"}
+    assert silenced_at(silenced, (3, 11)) == {"torch-query"}
 
 
 def test_a_flag_read_only_by_checks_is_a_check():

@@ -184,6 +184,15 @@ class Conditions:
             return called or UNKNOWN
         return UNKNOWN
 
+    def tells_vendors_apart(self, test: ast.expr) -> bool:
+        """Whether ``test`` reads ``torch.version.hip`` or ``torch.version.cuda``: it tells
+        NVIDIA's build from AMD's, so what it decides is one vendor's code, not code that an
+        accelerator-neutral test could route elsewhere."""
+        return any(
+            isinstance(node, ast.Attribute) and self.resolve(node) in BUILD_ATTRIBUTES
+            for node in ast.walk(test)
+        )
+
     def imported(self, node: ast.expr, name: str, want: str) -> Meaning:
         """A name another module of the project binds (``from .utils import HAS_CUDA``): what it
         means is known only once the project is joined, so the evidence is pending
@@ -242,7 +251,7 @@ class Conditions:
         self, test: ast.Compare, left: ast.expr, op: ast.cmpop, right: ast.expr
     ) -> Meaning:
         for one, other in ((left, right), (right, left)):
-            if _names_cuda(one):  # `x.type == "cuda"`, `platform is PlatformEnum.ROCM`
+            if names_cuda(one):  # `x.type == "cuda"`, `platform is PlatformEnum.ROCM`
                 if isinstance(op, (ast.Eq, ast.Is)) or (isinstance(op, ast.In) and one is left):
                     return self.holds(test, "device-type")
                 if isinstance(op, (ast.NotEq, ast.IsNot)) or (
@@ -282,7 +291,7 @@ class Conditions:
         return self.resolve(node.func) in COUNTS
 
 
-def _names_cuda(node: ast.expr) -> bool:
+def names_cuda(node: ast.AST) -> bool:
     """A CUDA device type or CUDA-only backend as a string (``"cuda"``, ``"cuda:0"``,
     ``"nccl"``), or an enum member named for CUDA (``PlatformEnum.CUDA``)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -292,7 +301,7 @@ def _names_cuda(node: ast.expr) -> bool:
 
 def names_only_cuda(node: ast.expr) -> bool:
     """A CUDA device type (``"cuda"``, ``DeviceType.CUDA``), or a tuple or list of only those."""
-    return _names_cuda(node) or _all_cuda(node)
+    return names_cuda(node) or _all_cuda(node)
 
 
 def _starts_cuda(node: ast.expr) -> bool:
@@ -310,7 +319,7 @@ def _all_cuda(node: ast.expr) -> bool:
     return (
         isinstance(node, (ast.Tuple, ast.List, ast.Set))
         and bool(node.elts)
-        and all(_names_cuda(e) for e in node.elts)
+        and all(names_cuda(e) for e in node.elts)
     )
 
 

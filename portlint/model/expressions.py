@@ -10,8 +10,18 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from portlint.facts import CUDA_DEVICE_TYPES, OTHER_DEVICES
-from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending
-from portlint.model.places import FIELDS, LEAVES, Scope, Summaries, fields_of, span
+from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending, names_cuda
+from portlint.model.places import (
+    FIELDS,
+    LEAVES,
+    Scope,
+    Summaries,
+    asks_torch_release,
+    fields_of,
+    names_another_device,
+    names_cuda_api,
+    span,
+)
 from portlint.platform import dotted
 
 T = TypeVar("T")
@@ -121,13 +131,45 @@ class Expressions:
             return None
         return self.test(iterable.args[-1], place, body, []).if_true
 
+    def _dispatched(self, tests: list[ast.expr], orelse: list) -> Evidence | None:
+        """The ``else`` that ends a dispatch over devices with no CUDA arm (``if
+        torch.xpu.is_available(): ...`` ``elif is_torch_npu_available(): ...`` ``else:
+        torch.cuda.manual_seed_all(seed)``): the devices named before it are not there, so
+        it is CUDA's (not after a test of Apple's MPS only: XPU and NPU take the ``else``)."""
+        if not orelse or (isinstance(orelse[0], (ast.If, ast.IfExp)) and len(orelse) == 1):
+            return None  # (an `elif`: the chain goes on)
+        if not names_another_device(tests, apple=False) or any(
+            names_cuda(node) for test in tests for node in ast.walk(test)
+        ):
+            return None  # (`d.type in ("cuda", "mtia")`: an arm of CUDA's)
+        if any(self.conditions.meaning(test).known for test in tests):
+            return None  # (a CUDA arm: the `else` is the rest, the CPU among them)
+        first = self.segment(tests[0])
+        why = f"the `else` of a dispatch over devices (`if {first}:` ...), with no CUDA arm"
+        return Evidence("dispatch", why, tests[0].lineno)
+
+    def _released(self, test: ast.expr, arms: list[list]) -> list[Evidence | None]:
+        """Of the two arms of a test of the torch release (``if is_torch_version(">=", "2.3"):``
+        ``torch.amp.GradScaler("cuda")`` ``else: torch.cuda.amp.GradScaler()``), the one that
+        names CUDA where the other does not is the fallback for another release: the other
+        arm is where the code already moved on."""
+        uses = [names_cuda_api(arm) for arm in arms]
+        if uses.count(True) != 1 or not asks_torch_release(test):
+            return [None] * len(arms)
+        why = f"the arm for another torch release of `{self.segment(test)}`"
+        return [Evidence("torch-release", why, test.lineno) if use else None for use in uses]
+
     def _choice(self, node: ast.IfExp) -> dict[int, Evidence]:
         """``a if test else b``: each arm runs only where the test says."""
         meaning = self.conditions.meaning(node.test)
         arms = ([node.body], [node.orelse]) if meaning.if_true else ([node.orelse], [node.body])
         self.check(node.test, meaning, *arms)
+        places = [meaning.if_true, meaning.if_false]
+        if not meaning.known:  # (`torch.xpu.device(d) if HAS_XPU else torch.cuda.device(d)`)
+            places = self._released(node.test, [[node.body], [node.orelse]])
+            places[1] = places[1] or self._dispatched([node.test], [node.orelse])
         inner = {}
-        for arm, evidence in ((node.body, meaning.if_true), (node.orelse, meaning.if_false)):
+        for arm, evidence in zip((node.body, node.orelse), places, strict=True):
             if evidence is not None:
                 self.mark_node(arm, evidence)
                 if not is_pending(evidence):

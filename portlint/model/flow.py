@@ -36,10 +36,12 @@ from portlint.model.places import (
     Scope,
     Summaries,
     asks_another_device,
+    asks_tensor,
     block_span,
     does_otherwise,
     falls_back_to_cpu,
     leaves,
+    may_leave,
     names_another_device,
     span,
     walk,
@@ -78,6 +80,8 @@ class Flow(Names, Expressions):
         self.implied: dict[int, frozenset] = {}
         self.flags: list[Flag] = []
         self.beside = False  # (the block walked tests another device in an `if` of its own)
+        self.rest: list[ast.stmt] = []  # (what follows the statement walked in its block)
+        self.chain: list[ast.expr] = []  # (the tests before the `elif` walked)
         self.scope = Scope()
         self.classes: list[str] = []  # the classes around the code walked
         self.class_scopes: list[Scope] = []
@@ -113,7 +117,9 @@ class Flow(Names, Expressions):
         decided = meaning.if_true or meaning.if_false
         assert decided is not None
         # (the line of the evidence that the code it decides has: what `needed` holds)
-        otherwise = does_otherwise(other_arm) or self.beside  # (a dispatch: not the CPU)
+        otherwise = (  # (a dispatch: not the CPU; or one vendor's code)
+            does_otherwise(other_arm) or self.beside or self.conditions.tells_vendors_apart(test)
+        )
         fallback = falls_back_to_cpu(cuda_arm, other_arm) and not self.beside
         read = None if fallback else (decided.line, otherwise)
         for node in walk(test):
@@ -165,6 +171,7 @@ class Flow(Names, Expressions):
             any(isinstance(s, ast.If) and asks_another_device(s.test) for s in body),
         )
         for index, statement in enumerate(body):
+            self.rest = body[index + 1 :]
             after = self.statement(statement, place)
             if after is not None and place is not None and after.kind.startswith("library"):
                 self.needed.add(place.line)
@@ -212,18 +219,34 @@ class Flow(Names, Expressions):
             self.arm(node.body, place, self._counted(node.iter, node.body, place))
             self.block(node.orelse, place)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
-            self.block(node.body, place)
+            after = self.block(node.body, place)  # (what its body confines, so does its end:
+            if after is not None and place is None:  # `with patch(...): import cupy`)
+                return after
         elif isinstance(node, ast.Match):
             for case in node.cases:
                 self.block(case.body, place)
         return self.recognisers.after(node, self)
 
     def branch(self, node: ast.If, place: Evidence | None) -> Evidence | None:
-        meaning = self.test(node.test, place, node.body, node.orelse)
+        """An ``if``. Where it asks a tensor's device and its body may leave, the rest of the
+        block is the other path (``if x.is_cuda:`` ``return fused(x)``, then ``return
+        portable(x)``): a choice of kernel by the tensor's device."""
+        chain, self.chain = [*self.chain, node.test], []  # (the tests of its `elif` chain)
+        other = node.orelse
+        if not other and asks_tensor(node.test) and may_leave(node.body):
+            other = self.rest
+        meaning = self.test(node.test, place, node.body, other)
         if not meaning.known:  # (`if __name__ == "__main__":` of a worker)
             meaning = Meaning(if_true=self.recognisers.main(node, self))
-        self.arm(node.body, place, meaning.if_true)
-        self.arm(node.orelse, place, meaning.if_false)
+        places = [meaning.if_true, meaning.if_false]
+        if not meaning.known:
+            places = self._released(node.test, [node.body, node.orelse])
+            places[1] = places[1] or self._dispatched(chain, node.orelse)
+        self.arm(node.body, place, places[0])
+        if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            self.chain = chain
+        self.arm(node.orelse, place, places[1])
+        self.chain = []
         if leaves(node.body) and not (node.orelse and leaves(node.orelse)):
             return _exit(meaning.if_false)
         if node.orelse and leaves(node.orelse):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,6 +129,24 @@ def leaves(body: list[ast.stmt]) -> bool:
     return isinstance(last, LEAVING)
 
 
+def may_leave(body: list[ast.stmt]) -> bool:
+    """Whether a block ends by leaving, or has a ``return`` of its own (not of a function in it)
+    that may end it: ``try: return fused(x)`` ``except RuntimeError: pass``."""
+    return leaves(body) or any(
+        isinstance(node, ast.Return) for statement in body for node in own_of(statement)
+    )
+
+
+def asks_tensor(test: ast.expr) -> bool:
+    """Whether ``test`` asks a tensor's ``.is_cuda`` itself (not ``self.is_cuda``, a flag),
+    alone, negated or among ``and``/``or``."""
+    if isinstance(test, ast.Attribute) and test.attr == "is_cuda":
+        return not (isinstance(test.value, ast.Name) and test.value.id == "self")
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return asks_tensor(test.operand)
+    return isinstance(test, ast.BoolOp) and any(map(asks_tensor, test.values))
+
+
 def picks_cpu(nodes: list[ast.AST]) -> bool:
     """Whether code names the CPU as the device (``"cpu"``, ``torch.device("cpu")``, a call of
     ``DeviceCPU()`` or ``self._cpu_call()``; not a test of it: ``elif device.type == "cpu":``
@@ -149,22 +167,28 @@ def picks_cpu(nodes: list[ast.AST]) -> bool:
 
 
 def picks_cuda(nodes: list[ast.AST]) -> bool:
-    """Whether code picks CUDA by name: a ``"cuda"`` device string or a ``.cuda()`` call."""
-    for root in nodes:
-        for node in walk(root):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if node.value.split(":")[0] == "cuda":
-                    return True
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "cuda"
-            ):
+    """Whether code picks CUDA by name: a ``"cuda"`` device string or a ``.cuda()`` call; not
+    a device named to a ``torch.cuda`` call (``torch.cuda.get_device_capability(f"cuda:{i}")``
+    asks about a CUDA device: it picks none for code that could run elsewhere)."""
+    pending = list(nodes)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Call) and (dotted(node.func) or "").startswith("torch.cuda."):
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if node.value.split(":")[0] == "cuda":
                 return True
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "cuda"
+        ):
+            return True
     return False
 
 
-def names_another_device(nodes: list[ast.AST], apple: bool = True) -> bool:
+def names_another_device(nodes: Sequence[ast.AST], apple: bool = True) -> bool:
     """Whether code names a device other than CUDA: ``torch.xpu``, ``is_npu()``, ``"mps"``
     (without ``apple``, one other than Apple's, which exist only on a Mac: a dispatch over
     CUDA, MPS and the CPU leaves XPU and NPU to the CPU)."""
@@ -186,6 +210,41 @@ def names_another_device(nodes: list[ast.AST], apple: bool = True) -> bool:
     return False
 
 
+# Words of a test of which torch release runs (`is_torch_version(">=", "2.3")`,
+# `_is_torch_greater_or_equal_than_2_7`, `version.parse(torch.__version__) < ...`), and a flag
+# named for a release (`TORCH_2_4`, `_TORCH_1_13`): true from that release on.
+RELEASE_WORDS = frozenset({"version", "greater", "less", "older", "newer", "ge", "gt", "lt", "le"})
+RELEASE_FLAG = re.compile(r"_?(?:IS_)?TORCH_?\d+(?:_\d+)+", re.IGNORECASE)
+
+
+def asks_torch_release(test: ast.expr) -> bool:
+    """Whether ``test`` asks which torch release runs, or whether torch has an attribute
+    (``hasattr(torch, "accelerator")``), and names no device."""
+    found: set[str] = set()
+    for node in walk(test):
+        if isinstance(node, ast.Name):
+            if RELEASE_FLAG.fullmatch(node.id):
+                return True
+            found.update(words(node.id))
+        elif isinstance(node, ast.Attribute):
+            found.update(words(node.attr))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.update(words(node.value))
+    if "cuda" in found or found & OTHER_DEVICES:
+        return False  # (`hasattr(torch, "xpu")`, `torch.version.cuda`: a test of a device)
+    return "torch" in found and bool(found & RELEASE_WORDS or "hasattr" in found)
+
+
+def names_cuda_api(nodes: Sequence[ast.AST]) -> bool:
+    """Whether code names CUDA in a name (``torch.cuda.amp.GradScaler``), not in a string."""
+    return any(
+        "cuda" in words(node.id if isinstance(node, ast.Name) else node.attr)
+        for root in nodes
+        for node in walk(root)
+        if isinstance(node, (ast.Name, ast.Attribute))
+    )
+
+
 def asks_another_device(test: ast.expr) -> bool:
     """Whether a test asks whether another device (not Apple's) is there: it calls a function
     or method named for one (``is_torch_npu_available()``, ``torch.xpu.is_available()``)."""
@@ -196,11 +255,12 @@ def asks_another_device(test: ast.expr) -> bool:
 
 
 def does_otherwise(nodes: list[ast.AST]) -> bool:
-    """Whether the arm taken off CUDA does something of its own there: raises (a requirement),
-    calls anything but a message (another implementation, a skip), or is another device's."""
+    """Whether the arm taken off CUDA does something of its own there: raises (a requirement:
+    ``raise``, a failed ``assert``), calls anything but a message (another implementation, a
+    skip), or is another device's."""
     for root in nodes:
         for node in walk(root):
-            if isinstance(node, ast.Raise):
+            if isinstance(node, (ast.Raise, ast.Assert)):
                 return True
             if isinstance(node, ast.Call):
                 callee = node.func
@@ -259,7 +319,12 @@ class Scope:
 
 def own(function: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a function's own code, not of the functions and classes it defines."""
-    pending = list(ast.iter_child_nodes(function))
+    return own_of(*ast.iter_child_nodes(function))
+
+
+def own_of(*roots: ast.AST) -> Iterator[ast.AST]:
+    """``roots`` and their nodes, not those of the functions and classes they define."""
+    pending = list(roots)
     while pending:
         node = pending.pop()
         yield node

@@ -58,7 +58,10 @@ class Recognisers:
 
     def module(self, tree: ast.Module, flow) -> Evidence | None:
         """Why the whole module runs only on CUDA: it builds a CUDA extension as it is imported,
-        or its ``pytestmark`` skips its tests unless CUDA."""
+        or its ``pytestmark`` skips its tests unless CUDA. (Each skip marker it names, applied
+        here or in other modules, makes its test a check: :meth:`marker`.)"""
+        for marker in self.markers.values():
+            self.marker(marker, flow)
         line = extension_build(tree)
         if line:
             why = "the module builds a CUDA extension from `.cu` sources as it is imported"
@@ -213,7 +216,7 @@ class Recognisers:
             flow.supported(test)  # (`skipif(not (cuda or xpu))`: the devices it supports)
         if evidence is None or is_pending(evidence):
             return evidence
-        flow.check(test, Meaning(if_true=evidence), [], [])  # (the check: the skip's test)
+        flow.check(test, Meaning(if_true=evidence), [], [decorator])  # (the skip: the other arm)
         if getattr(decorator, "wraps", False):  # (a wrapper that skips: `_skips`)
             why = f"its wrapper skips unless {evidence.why}"
             return Evidence("skip-marker", why, evidence.line)
