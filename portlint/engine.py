@@ -42,7 +42,7 @@ from portlint.index.project import Project, join_key, module_name, namespace_of
 from portlint.index.reading import (
     FIXTURE_TEXT,
     RETURNS_AMBIENT_STREAM,
-    read_module,
+    facts_of,
     stream_helpers,
 )
 from portlint.index.store import STREAM_HELPERS, Facts, IndexStore
@@ -253,7 +253,7 @@ def judged_alone(
     tree = parse_ast(source)
     if tree is None:
         return found
-    alone = {**read_module(tree, frozenset(), settings.flow), "notes": notes}
+    alone = {**facts_of(tree, source, path, frozenset(), settings), "notes": notes}
     return sorted(Project({path: alone}, settings).judge(found, None))
 
 
@@ -292,7 +292,9 @@ def fix_source(
             return lint_source(path, text, settings)
         tree = python_verdict(path, text)
         module = tree if isinstance(tree, ast.Module) else None
-        facts = read_module(module, project.packages, settings.flow) if module is not None else None
+        facts = (
+            facts_of(module, text, path, project.packages, settings) if module is not None else None
+        )
         found = lint_source(path, text, settings, tree=tree, facts=facts)
         if facts is not None:
             project.update(path, facts)
@@ -467,7 +469,9 @@ def _job_outcome(job: Job) -> Outcome:
                 tree = python_verdict(job.path, job.source)
                 module = tree if isinstance(tree, ast.Module) else None
             facts = (
-                read_module(module, job.packages, job.settings.flow) if module is not None else None
+                facts_of(module, job.source, job.path, job.packages, job.settings)
+                if module is not None
+                else None
             )
         found: list[Violation] = []
         noted: dict | None = {} if job.project else None  # (lint_source puts the notes in it)
@@ -530,9 +534,8 @@ def lint_files(
         if found is not None:
             return RunResult(sorted(found), files_checked=len(files))
     packages = _top_packages([*files, *others]) if project else None
-    placed = settings.flow
-    store = IndexStore(cache.folder, packages, placed) if cache and packages is not None else None
-    facts = Facts(store, packages or frozenset(), placed)
+    store = IndexStore(cache.folder, packages, settings) if cache and packages is not None else None
+    facts = Facts(store, packages or frozenset(), settings)
     early: dict[str, tuple[bytes, os.stat_result, str]] = {}  # files read before the run
     given = cache
     if packages is not None:

@@ -26,7 +26,7 @@ from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
 from portlint.fix import FixMaker
 from portlint.index.reading import cuda_questions
-from portlint.model import PlatformModel
+from portlint.model import module_model
 from portlint.platform import (
     ModulePlatform,
     foreign_libraries,
@@ -271,9 +271,9 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
         fixes = _fix_maker(job, wrapper, positions)
         reports = _held_back(job, context.reports, positions)
         return [report.violation(job.path, positions, fixes) for report in reports]
-    libraries = foreign_libraries(job.path, settings.root, settings.cuda_only_imports)
     if settings.flow:
-        return _visit_modelled(job, wrapper, visitors, context, guardable, libraries)
+        return _visit_modelled(job, wrapper, visitors, context, guardable)
+    libraries = foreign_libraries(job.path, settings.root, settings.cuda_only_imports)
     imported_on_cuda = guarded_imports(job.tree)  # (or None: held only there, as values are)
     guards = GuardAnalysis(
         settings.guard_functions,
@@ -312,7 +312,6 @@ def _visit_modelled(
     visitors: list[cst.BatchableCSTVisitor],
     context: FileContext,
     guardable: set[str],
-    libraries: tuple[str, ...],
 ) -> list[Violation]:
     """:func:`_visit`, with the platform model (:mod:`portlint.model`) saying where each
     finding's code runs."""
@@ -320,7 +319,7 @@ def _visit_modelled(
     positions = wrapper.resolve(PositionProvider)
     parents = wrapper.resolve(ParentProvider)
     _give_notes(job, context, positions)
-    model = PlatformModel(job.tree, job.source, libraries, job.settings.guard_functions)
+    model = module_model(job.tree, job.source, job.path, job.settings)
     if job.notes is not None and model.pending:  # (for the project to judge: Project.judge)
         job.notes.setdefault("platform", []).extend(model.pending_rows())
     reports = _held_back(job, context.reports, positions)

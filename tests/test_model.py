@@ -421,12 +421,19 @@ def test_a_check_with_another_way_elsewhere_is_no_finding(source):
             f"elif is_torch_npu_available():\n    torch.npu.synchronize()\nelse:\n    {PROBE}\n",
             True,
         ),
-        (f"if _is_xpu:\n    run_xpu()\nelse:\n    {PROBE}\n", True),
         (
-            f"if ready:\n    pass\nelif DEVICE_TYPE == 'npu':\n    run_npu()\nelse:\n    {PROBE}\n",
+            f"if ready:\n    pass\nelif DEVICE_TYPE == 'npu':\n    run_npu()\n"
+            f"elif _is_xpu:\n    run_xpu()\nelse:\n    {PROBE}\n",
             True,
         ),
-        (f"with torch.xpu.device(d) if HAS_XPU else {PROBE}:\n    run()\n", True),
+        (
+            f"with torch.xpu.device(d) if HAS_XPU else torch.npu.device(d) if HAS_NPU else {PROBE}:\n"
+            "    run()\n",
+            True,
+        ),
+        # one accelerator alone: a CPU engine, HPU or MPS takes the `else` too
+        (f"if _is_xpu:\n    run_xpu()\nelse:\n    {PROBE}\n", False),
+        (f"with torch.xpu.device(d) if HAS_XPU else {PROBE}:\n    run()\n", False),
         # a CUDA arm: the `else` is the rest, the CPU among them
         (
             "if torch.cuda.is_available():\n    run()\nelif torch.xpu.is_available():\n"
@@ -506,6 +513,19 @@ def test_an_import_in_a_with_block_of_the_module_is_the_module_s():
     assert silenced_at(silenced, probe(source)) == {"library-import"}
     model = PlatformModel(ast.parse(source), source, tuple(CUDA_ONLY_LIBRARIES))
     assert model.whole() is not None
+
+
+def test_a_question_in_the_code_decided_needs_no_cuda():
+    """``b.is_cuda`` in a helper that only a test of ``x.is_cuda`` calls is silent (callers),
+    but asks nothing only CUDA answers: the test of ``x.is_cuda`` does not confine CUDA-only
+    code by it (the finding stays at the test)."""
+    source = (
+        "import torch\ndef _ok(b):\n    return b.is_cuda and b.numel() == 3\n\n"
+        "def can(x, b):\n    return x.is_cuda and x.dim() == 4 and _ok(b)\n"
+    )
+    found, silenced = lint(source)
+    assert found == [(6, 12, "PORT409")]
+    assert silenced_at(silenced, (3, 12)) == {"callers"}
 
 
 def test_a_device_named_to_a_cuda_call_picks_no_device():

@@ -17,8 +17,10 @@ from libcst.metadata import CodeRange
 
 from portlint.analysis.guards import GuardAnalysis, Silence
 from portlint.analysis.messages import only_reported
+from portlint.analysis.names import dotted_name
 from portlint.analysis.uses import not_used
 from portlint.model import PlatformModel
+from portlint.model.conditions import COUNTS, TORCH_QUERIES
 from portlint.rule import Report
 
 # The CUDA-only API family: what makes the code a guard confines CUDA-only.
@@ -93,7 +95,7 @@ def silence_where(
         if report.code in guardable:
             start = positions[report.start].start
             evidence = model.where(start.line, start.column + 1)
-            if report.code.startswith(CUDA_API_PREFIX):
+            if report.code.startswith(CUDA_API_PREFIX) and not _asks(report.node):
                 needed.update(e.line for e in evidence)  # (the code there needs CUDA)
         placed.append((report, evidence))
     kept: list[Report] = []
@@ -128,6 +130,18 @@ def silence_where(
     standing, twice = _without_duplicates(kept, [], parents)
     lines = {id(report): positions[report.node].start.line for report, _ in twice}
     return standing, [*silenced, *((r, why, lines[id(r)]) for r, why in twice)]
+
+
+def _asks(node: cst.CSTNode) -> bool:
+    """Whether a finding is a question of the platform (``x.is_cuda``,
+    ``torch.cuda.is_available()``, a device count): it answers on any device, so code that
+    holds one needs no CUDA for it."""
+    callee = node.func if isinstance(node, cst.Call) else node
+    if isinstance(callee, cst.Attribute) and callee.attr.value == "is_cuda":
+        return not isinstance(node, cst.Call)
+    return isinstance(callee, cst.BaseExpression) and (dotted_name(callee) or "") in (
+        TORCH_QUERIES | COUNTS
+    )
 
 
 def _without_duplicates(

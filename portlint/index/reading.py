@@ -23,9 +23,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, NamedTuple
 
-from portlint.facts import CUDA_ONLY_LIBRARIES, EXIT_CALLS
+from portlint.facts import EXIT_CALLS
 from portlint.index.kernels import kernels_in
-from portlint.model import PlatformModel
+from portlint.model import PlatformModel, module_model
 from portlint.platform import (
     SWAPPED,
     count_says_cuda,
@@ -38,6 +38,7 @@ from portlint.platform import (
     string_says_cuda,
     top_level_imports,
 )
+from portlint.settings import Settings
 
 SKIPS_IF = frozenset({"skipif", "skipIf", "skip_if"})
 SKIPS_UNLESS = frozenset({"skipUnless", "skip_unless", "skipunless"})
@@ -911,12 +912,23 @@ def _fetches_stream(node: ast.AST) -> bool:
     )
 
 
-def read_module(tree: ast.Module, packages: frozenset[str], placed: bool = False) -> dict[str, Any]:
+def facts_of(
+    tree: ast.Module, source: str, path: str, packages: frozenset[str], settings: Settings | None
+) -> dict[str, Any]:
+    """:func:`read_module` of the module at ``path``, with its platform model where ``settings``
+    turn it on (the model the rules then read: :func:`portlint.model.module_model`)."""
+    model = module_model(tree, source, path, settings) if settings and settings.flow else None
+    return read_module(tree, packages, model)
+
+
+def read_module(
+    tree: ast.Module, packages: frozenset[str], model: PlatformModel | None = None
+) -> dict[str, Any]:
     """The index's facts of one module (see the module docstring), as JSON-ready lists. Only the
     uses that can name the project's code are kept: names the module defines, or imports
-    relatively or from one of ``packages`` (the top-level packages of the project). With
-    ``placed`` (``platform-model = "flow"``), also where the platform model places each use and
-    each import."""
+    relatively or from one of ``packages`` (the top-level packages of the project). With the
+    module's ``model`` (``platform-model = "flow"``), also where it places each use and each
+    import."""
     questions = cuda_questions(tree)
     reader = _Reader(questions)
     reader.visit(tree)
@@ -931,7 +943,6 @@ def read_module(tree: ast.Module, packages: frozenset[str], placed: bool = False
         for index, row in enumerate(reader.imports)
         if row[0].split(".")[0] in packages or row[0].startswith(".")
     ]
-    model = PlatformModel(tree, "", tuple(_foreign_to(packages))) if placed else None
     return {
         "units": reader.units,
         "bindings": [[local, *reader.bindings[local]] for local in sorted(ours)],
@@ -964,12 +975,6 @@ def _placed(
         "confined": model.whole(),
         "platform": model.exports(),  # (what other modules' pending evidence asks)
     }
-
-
-def _foreign_to(packages: frozenset[str]) -> Iterator[str]:
-    """The libraries of the default ``cuda-only-imports`` table that are not the project's own
-    (a project that is such a library imports its own modules)."""
-    return (name for name in CUDA_ONLY_LIBRARIES if name.partition(".")[0] not in packages)
 
 
 def _cuda_names(reader: _Reader, questions: CudaQuestions) -> dict[str, list[Any]]:

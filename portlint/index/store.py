@@ -37,6 +37,7 @@ from typing import Any, BinaryIO
 from portlint.atomic import write_atomically
 from portlint.cache import build_stamp, digest, file_stamp, load_table, save_table, table_name
 from portlint.index.project import join_shape
+from portlint.settings import Settings
 
 STAMP, DATA, FACTS, SHAPE, STREAM_HELPERS = range(5)  # the fields of an entry of the table
 PACK, OFFSET, LENGTH, DIGEST = range(4)  # where an entry's facts are
@@ -46,11 +47,19 @@ SLACK = 4 << 20
 
 
 class IndexStore:
-    def __init__(self, folder: Path, packages: frozenset[str], placed: bool = False) -> None:
+    def __init__(
+        self, folder: Path, packages: frozenset[str], settings: Settings | None = None
+    ) -> None:
         """The store for ``packages`` in ``folder`` (the lint cache's), of facts with the
-        platform model's places or without (``placed``: :func:`~portlint.index.reading.read_module`)."""
+        platform model's places where ``settings`` turn it on (:func:`~portlint.index.reading.
+        facts_of`: then the libraries and guard functions it reads are the store's too)."""
         self.folder = folder
-        name = f"index-{table_name([build_stamp(), sorted(packages), placed])}"
+        model = (
+            [sorted(settings.cuda_only_imports), sorted(settings.guard_functions)]
+            if settings is not None and settings.flow
+            else False
+        )
+        name = f"index-{table_name([build_stamp(), sorted(packages), model])}"
         self.file = folder / f"{name}.json"
         self.facts_folder = folder / name
         self.entries: dict[str, list] = load_table(self.file)
@@ -237,11 +246,11 @@ class Facts(MutableMapping[str, dict[str, Any]]):
     read when first asked for (in the order the paths came)."""
 
     def __init__(
-        self, store: IndexStore | None, packages: frozenset[str], placed: bool = False
+        self, store: IndexStore | None, packages: frozenset[str], settings: Settings | None = None
     ) -> None:
         self.store = store
         self.packages = packages
-        self.placed = placed  # (read_module's)
+        self.settings = settings  # (facts_of's)
         self.rows: dict[str, dict[str, Any] | list] = {}  # facts, or an entry not yet read
 
     def keep(self, path: str, entry: list) -> None:
@@ -261,15 +270,15 @@ class Facts(MutableMapping[str, dict[str, Any]]):
         (its text is the entry's: the entry's stamp or digest matched it this run), and stored
         again."""
         from portlint.engine import SourceError, read_source  # (the engine imports this module)
-        from portlint.index.reading import read_module
+        from portlint.index.reading import facts_of
         from portlint.speed.cut import parse_ast
 
         empty = ast.Module(body=[], type_ignores=[])
         try:
-            tree = parse_ast(read_source(path))
+            source = read_source(path)
         except SourceError:  # (gone since: a module that says nothing)
-            return read_module(empty, self.packages, self.placed)
-        facts = read_module(tree or empty, self.packages, self.placed)
+            return facts_of(empty, "", path, self.packages, self.settings)
+        facts = facts_of(parse_ast(source) or empty, source, path, self.packages, self.settings)
         assert self.store is not None
         self.store.update(path, facts)
         return facts

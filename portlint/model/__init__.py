@@ -28,7 +28,8 @@ from portlint.model.conditions import (
 from portlint.model.flow import Flow
 from portlint.model.places import END, FUNCTIONS, Check, Region, Summaries
 from portlint.model.recognisers import Recognisers
-from portlint.platform import dotted
+from portlint.platform import dotted, foreign_libraries
+from portlint.settings import Settings
 
 MAX_PASSES = 4  # (a chain of summaries longer than this is rare; each pass is one walk)
 MAX_QUOTED = 80
@@ -118,6 +119,22 @@ def _chars(line: str, start: int, stop: int | None) -> str:
     if line.isascii():
         return line[start:stop]
     return line.encode()[start:stop].decode(errors="replace")
+
+
+def module_model(tree: ast.Module, source: str, path: str, settings: Settings) -> PlatformModel:
+    """The model of the module at ``path``, with ``settings``' libraries and guard functions:
+    made once where the project index and the rules read the same tree in turn (one job reads
+    a file's facts, then lints it), by keeping the last one made."""
+    libraries = foreign_libraries(path, settings.root, settings.cuda_only_imports)
+    key = (libraries, settings.guard_functions, source)
+    if _LAST and _LAST[0] is tree and _LAST[1] == key:
+        return _LAST[2]
+    model = PlatformModel(tree, source, libraries, settings.guard_functions)
+    _LAST[:] = [tree, key, model]
+    return model
+
+
+_LAST: list[Any] = []  # (the tree, the key and the model that `module_model` made last)
 
 
 class PlatformModel:

@@ -17,8 +17,8 @@ from portlint.model.places import (
     Scope,
     Summaries,
     asks_torch_release,
+    devices_named,
     fields_of,
-    names_another_device,
     names_cuda_api,
     span,
 )
@@ -134,11 +134,13 @@ class Expressions:
     def _dispatched(self, tests: list[ast.expr], orelse: list) -> Evidence | None:
         """The ``else`` that ends a dispatch over devices with no CUDA arm (``if
         torch.xpu.is_available(): ...`` ``elif is_torch_npu_available(): ...`` ``else:
-        torch.cuda.manual_seed_all(seed)``): the devices named before it are not there, so
-        it is CUDA's (not after a test of Apple's MPS only: XPU and NPU take the ``else``)."""
+        torch.cuda.manual_seed_all(seed)``): the accelerators named before it are not there,
+        so it is CUDA's. Not after one accelerator alone (``if _is_xpu: ...`` ``else:
+        torch.cuda.synchronize()``: a project with a CPU engine, HPU or MPS takes that
+        ``else`` there too), nor after Apple's MPS (XPU and NPU take the ``else``)."""
         if not orelse or (isinstance(orelse[0], (ast.If, ast.IfExp)) and len(orelse) == 1):
             return None  # (an `elif`: the chain goes on)
-        if not names_another_device(tests, apple=False) or any(
+        if len(devices_named(tests, apple=False)) < 2 or any(
             names_cuda(node) for test in tests for node in ast.walk(test)
         ):
             return None  # (`d.type in ("cuda", "mtia")`: an arm of CUDA's)
@@ -165,9 +167,15 @@ class Expressions:
         arms = ([node.body], [node.orelse]) if meaning.if_true else ([node.orelse], [node.body])
         self.check(node.test, meaning, *arms)
         places = [meaning.if_true, meaning.if_false]
-        if not meaning.known:  # (`torch.xpu.device(d) if HAS_XPU else torch.cuda.device(d)`)
+        if not meaning.known:  # (`torch.xpu.device(d) if HAS_XPU else torch.npu.device(d) if ...`)
             places = self._released(node.test, [[node.body], [node.orelse]])
-            places[1] = places[1] or self._dispatched([node.test], [node.orelse])
+            chain = [node]
+            while isinstance(chain[-1].orelse, ast.IfExp):
+                chain.append(chain[-1].orelse)
+            last = self._dispatched([arm.test for arm in chain], [chain[-1].orelse])
+            if last is not None and len(chain) > 1:  # (the `else` of the chain's last choice)
+                self.mark_node(chain[-1].orelse, last)
+            places[1] = places[1] or (last if len(chain) == 1 else None)
         inner = {}
         for arm, evidence in zip((node.body, node.orelse), places, strict=True):
             if evidence is not None:

@@ -192,6 +192,12 @@ def names_another_device(nodes: Sequence[ast.AST], apple: bool = True) -> bool:
     """Whether code names a device other than CUDA: ``torch.xpu``, ``is_npu()``, ``"mps"``
     (without ``apple``, one other than Apple's, which exist only on a Mac: a dispatch over
     CUDA, MPS and the CPU leaves XPU and NPU to the CPU)."""
+    return bool(devices_named(nodes, apple))
+
+
+def devices_named(nodes: Sequence[ast.AST], apple: bool = True) -> set[str]:
+    """The devices other than CUDA that code names (:func:`names_another_device`)."""
+    found: set[str] = set()
     for root in nodes:
         for node in walk(root):
             if isinstance(node, ast.Attribute):
@@ -202,12 +208,9 @@ def names_another_device(nodes: Sequence[ast.AST], apple: bool = True) -> bool:
                 name = node.value.split(":")[0]
             else:
                 continue
-            if not DEVICE_TEXT.search(name):
-                continue
-            devices = set(words(name)) & OTHER_DEVICES  # (`has_mps`: the MPS)
-            if devices and (apple or not devices <= APPLE_WORDS):
-                return True
-    return False
+            if DEVICE_TEXT.search(name):
+                found |= set(words(name)) & OTHER_DEVICES  # (`has_mps`: the MPS)
+    return found if apple else found - APPLE_WORDS
 
 
 # Words of a test of which torch release runs (`is_torch_version(">=", "2.3")`,
