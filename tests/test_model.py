@@ -358,6 +358,10 @@ def test_cuda_or_else_the_cpu_is_a_finding_at_the_check(source):
         "def mean(loss, log_probs):\n    return (loss.cuda() if log_probs.is_cuda else loss).mean()\n",
         # a predicate's answer for a Triton kernel, read by code that is not all checks
         "def can_fuse(x):\n    return x.is_cuda and x.dim() == 2\n",
+        # a requirement of CUDA before a Triton kernel, which XPU and AMD's GPUs run too
+        "@triton.jit\ndef _k(x_ptr):\n    pass\n\ndef f(x):\n    assert x.is_cuda\n    _k[(1,)](x)\n",
+        "@triton.jit\ndef _k(x_ptr):\n    pass\n\ndef can(x):\n    return x.is_cuda and x.dim() == 4\n\n"
+        "def f(x):\n    if not can(x):\n        raise ValueError('CUDA')\n    _k[(1,)](x)\n",
         # a body that does not leave: the rest of the block is no other path
         "def f(x):\n    if x.is_cuda:\n        x = fused(x)\n    return finish(x)\n",
     ],

@@ -18,6 +18,7 @@ import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from portlint.index.kernels import is_kernel
 from portlint.model.conditions import (
     Evidence,
     bindings_of,
@@ -50,6 +51,9 @@ class ModuleText:
             elif isinstance(node, FUNCTIONS) and any(map(_is_fixture, node.decorator_list)):
                 fixtures.add(node.name)
         self.fixtures = frozenset(fixtures)
+        self.kernels = frozenset(  # (Triton's)
+            node.name for node in tree.body if isinstance(node, ast.FunctionDef) and is_kernel(node)
+        )
         self.resolve = resolver(bindings_of(imports))
         self.origins = origins_of(tree)
         self.guard_functions = frozenset(guard_functions)

@@ -40,9 +40,11 @@ from portlint.model.places import (
     block_span,
     does_otherwise,
     falls_back_to_cpu,
+    launches,
     leaves,
     may_leave,
     names_another_device,
+    requires_it,
     span,
     walk,
 )
@@ -59,6 +61,7 @@ class Flow(Names, Expressions):
     def __init__(self, module, recognisers, previous: Summaries) -> None:
         self.tree: ast.Module = module.tree
         self.segment = module.segment
+        self.kernels: frozenset[str] = module.kernels
         self.conditions = Conditions(
             module.resolve,
             self._bound,
@@ -120,6 +123,8 @@ class Flow(Names, Expressions):
         otherwise = (  # (a dispatch: not the CPU; or one vendor's code)
             does_otherwise(other_arm) or self.beside or self.conditions.tells_vendors_apart(test)
         )
+        if requires_it(other_arm) and launches(cuda_arm or self.rest, self.kernels):
+            otherwise = False  # (a requirement of CUDA before a Triton kernel, which XPU runs)
         fallback = falls_back_to_cpu(cuda_arm, other_arm) and not self.beside
         read = None if fallback else (decided.line, otherwise)
         for node in walk(test):

@@ -276,6 +276,23 @@ def does_otherwise(nodes: list[ast.AST]) -> bool:
     return names_another_device(nodes)
 
 
+def requires_it(other_arm: Sequence[ast.AST]) -> bool:
+    """Whether the arm taken off CUDA only fails: ``raise``, or a failed ``assert``."""
+    return bool(other_arm) and all(isinstance(node, (ast.Raise, ast.Assert)) for node in other_arm)
+
+
+def launches(nodes: Sequence[ast.AST], kernels: frozenset[str]) -> bool:
+    """Whether code launches one of the module's Triton ``kernels`` (``kernel[grid](...)``)."""
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Subscript)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in kernels
+        for root in nodes
+        for node in walk(root)
+    )
+
+
 def falls_back_to_cpu(cuda_arm: list[ast.AST], other_arm: list[ast.AST]) -> bool:
     """Whether the arm taken off CUDA runs on the CPU (or on CUDA anyway): it names no other
     device but Apple's, and it picks the CPU, or either arm picks CUDA by name (``"cuda" if
