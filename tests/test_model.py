@@ -532,6 +532,40 @@ def test_a_question_in_the_code_decided_needs_no_cuda():
     assert silenced_at(silenced, (3, 12)) == {"callers"}
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        # a use that may not run: an arm of `a if t else b`, the right of `and`
+        f"def f(flag):\n    world = mpu.get_world_size() if flag else 1\n    {PROBE}\n",
+        f"def f(flag):\n    size = flag and mpu.get_world_size()\n    {PROBE}\n",
+        # a parameter that shadows the library's name
+        f"def f(get_args):\n    get_args()\n    {PROBE}\n",
+        # a call of a generator runs none of its body
+        "def _drivers():\n    from cuda.bindings import driver\n\n    yield driver\n\n"
+        f"def f():\n    _drivers()\n    {PROBE}\n",
+    ],
+)
+def test_what_may_not_use_a_library_confines_nothing(source):
+    source = (
+        "import torch\nif is_megatron_available():\n    from megatron.core import mpu\n"
+        f"    from megatron.training import get_args\n{source}"
+    )
+    found, _ = lint(source)
+    assert reported(found, probe(source))
+
+
+def test_a_use_of_a_library_confines_its_own_statement_and_a_requirement_its_defaults():
+    source = (
+        "import torch\nif is_megatron_available():\n    from megatron.core import mpu\n\n"
+        "def to_trt(model, device='cuda'):\n    import torch_tensorrt\n\n"
+        "    return torch_tensorrt.compile(model.to(device))\n\n"
+        "def setup():\n    torch.cuda.set_device(mpu.get_tensor_model_parallel_rank())\n"
+    )
+    found, silenced = lint(source)
+    assert found == []
+    assert {(s.violation.line, s.kind) for s in silenced} == {(5, "requires"), (11, "library-use")}
+
+
 def test_a_device_named_to_a_cuda_call_picks_no_device():
     """``torch.cuda.get_device_capability(f"cuda:{i}")`` asks about a CUDA device; it is no
     ``"cuda"`` chosen for code that could run elsewhere, so the count is a check."""

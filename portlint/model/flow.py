@@ -85,6 +85,7 @@ class Flow(Names, Expressions):
         self.beside = False  # (the block walked tests another device in an `if` of its own)
         self.rest: list[ast.stmt] = []  # (what follows the statement walked in its block)
         self.chain: list[ast.expr] = []  # (the tests before the `elif` walked)
+        self.parameters: frozenset[str] = frozenset()  # (of the functions around the code)
         self.scope = Scope()
         self.classes: list[str] = []  # the classes around the code walked
         self.class_scopes: list[Scope] = []
@@ -181,6 +182,8 @@ class Flow(Names, Expressions):
             if after is not None and place is not None and after.kind.startswith("library"):
                 self.needed.add(place.line)
             if after is not None and place is None:
+                if after.kind == "library-use":  # (its own statement fails off CUDA there too)
+                    self.mark_node(statement, after)
                 rest = body[index + 1 :]
                 if whole and after.kind == "library-import":
                     self.mark(span(body[0])[0], END, after)
@@ -306,10 +309,19 @@ class Flow(Names, Expressions):
             evidence = self.constructed  # (an instance exists only where its set-up returned)
         if place is None and evidence is not None:
             self.mark_node(node, evidence)
+        required = self.previous.requires.get(name) if place is None else None
         for default in [*node.args.defaults, *node.args.kw_defaults]:
             if default is not None:
                 self.expressions(default, place)
+                if required is not None:  # (read only by a call that cannot return off CUDA)
+                    self.mark_node(default, required)
         outer, self.scope = self.scope, Scope(self.scope)
+        parameters = self.parameters
+        self.parameters = parameters | {
+            a.arg
+            for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            + [a for a in (node.args.vararg, node.args.kwarg) if a is not None]
+        }
         owner = self.owner
         if self.classes:
             self.owner = self.classes[-1], self.class_scopes[-1]
@@ -324,8 +336,10 @@ class Flow(Names, Expressions):
         returned, self.returns_anywhere, self.generator = self.returns_anywhere, anywhere, generator
         self.scope, self.classes, self.siblings = outer, classes, siblings
         self.class_scopes, self.owner, self.nested = scopes, owner, nested
-        if evidence is None and end is not None and not returned:
-            why = f"`{name}` cannot return unless on CUDA: {end.why}"
+        self.parameters = parameters
+        if evidence is None and end is not None and not returned and not yields:
+            why = f"`{name}` cannot return unless on CUDA: {end.why}"  # (a call of a generator
+            # runs none of its body)
             self.summaries.requires[name] = Evidence("requires", why, end.line)
         if own_returns and not yields and evidence is None:
             self._predicate(name, node, own_returns)

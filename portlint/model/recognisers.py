@@ -23,7 +23,7 @@ from portlint.model.conditions import (
     names_only_cuda,
     pending,
 )
-from portlint.model.places import SET_UP, walk
+from portlint.model.places import SET_UP
 from portlint.platform import (
     dotted,
     extension_build,
@@ -131,7 +131,7 @@ class Recognisers:
         if loaded is not None:
             why = f"`{loaded}` is loaded, a library of NVIDIA's or AMD's driver"
             return Evidence("library-import", why, node.lineno)
-        used = self._used(node) if self.bound else None
+        used = self._used(node, flow.parameters) if self.bound else None
         if used is not None:
             why = f"`{used}` of `{self.bound[used]}` is used, which exists only for NVIDIA or AMD GPUs"
             return Evidence("library-use", why, node.lineno)
@@ -175,22 +175,28 @@ class Recognisers:
         why = "the module runs as a worker only of tests that run only on CUDA (`__file__`)"
         return Evidence("worker-entry", why, launches[0])
 
-    def _used(self, node: ast.stmt) -> str | None:
+    def _used(self, node: ast.stmt, parameters: frozenset[str]) -> str | None:
         """A name bound to a library of the table that the statement (a simple one, or the
-        header of a ``with``) uses: calls, or reads an attribute of."""
+        header of a ``with``) surely uses: calls, or reads an attribute of; not in a part that
+        may not run (an arm of ``a if t else b``, the right of ``and``/``or``, a lambda or a
+        comprehension's element), nor a name a parameter of the function shadows."""
         if isinstance(node, (ast.With, ast.AsyncWith)):
             roots: list[ast.AST] = [item.context_expr for item in node.items]
         elif isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
             roots = [node]
         else:
             return None
-        for root in roots:
-            for current in walk(root):
-                base = current.func if isinstance(current, ast.Call) else current
-                if isinstance(base, ast.Attribute):
-                    base = base.value
-                if isinstance(base, ast.Name) and base.id in self.bound and base is not current:
-                    return base.id
+        for current in _surely_run(roots):
+            base = current.func if isinstance(current, ast.Call) else current
+            if isinstance(base, ast.Attribute):
+                base = base.value
+            if (
+                isinstance(base, ast.Name)
+                and base.id in self.bound
+                and base is not current
+                and base.id not in parameters
+            ):
+                return base.id
         return None
 
     def marker(self, decorator: ast.expr, flow) -> Evidence | None:
@@ -314,6 +320,22 @@ def _device_string(value: ast.expr) -> bool:
         and isinstance(value.value, str)
         and value.value.lower() in CUDA_DEVICE_TYPES
     )
+
+
+def _surely_run(roots: list[ast.AST]) -> Iterator[ast.AST]:
+    """The nodes of ``roots`` that run whenever the statement does (:meth:`Recognisers._used`)."""
+    pending = list(roots)
+    while pending:
+        node = pending.pop()
+        yield node
+        if isinstance(node, ast.IfExp):
+            pending.append(node.test)
+        elif isinstance(node, ast.BoolOp):
+            pending.append(node.values[0])
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            pending.append(node.generators[0].iter)
+        elif not isinstance(node, ast.Lambda):
+            pending.extend(ast.iter_child_nodes(node))
 
 
 def skip_condition(marker: ast.Call) -> ast.expr | None:
