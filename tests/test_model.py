@@ -403,6 +403,13 @@ def test_a_check_that_skips_portable_code_is_the_finding(source):
         "def f(x):\n    assert x.is_cuda\n    kernel[(1,)](x)\n",
         "needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason='CUDA')\n"
         "@needs_cuda\ndef test_f():\n    run()\n",
+        # an arm of a chain after a test of another device; beside a test of any device but the CPU
+        "def count():\n    if torch.xpu.is_available():\n        return torch.xpu.device_count()\n"
+        "    elif torch.cuda.is_available():\n        return count_cuda()\n    return 0\n",
+        "def to_numpy(x):\n    if x.is_cuda:\n        x = x.cpu()\n    if x.device.type != 'cpu':\n"
+        "        x = x.to('cpu')\n    return x.numpy()\n",
+        # a predicate that asks for NVIDIA's GPU, not AMD's
+        "def can_fuse(q):\n    return q.is_cuda and torch.version.hip is None\n",
         # a marker the module defines for other modules' tests
         "def require_single_gpu(test_case):\n"
         "    return unittest.skipUnless(torch.cuda.device_count() == 1, 'one')(test_case)\n",
@@ -433,6 +440,12 @@ def test_a_check_with_another_way_elsewhere_is_no_finding(source):
         (
             f"with torch.xpu.device(d) if HAS_XPU else torch.npu.device(d) if HAS_NPU else {PROBE}:\n"
             "    run()\n",
+            True,
+        ),
+        # tests of other devices that another module defines
+        (
+            "from project.utils import is_npu, is_xpu\nif is_xpu():\n    a()\nelif is_npu():\n"
+            f"    b()\nelse:\n    {PROBE}\n",
             True,
         ),
         # one accelerator alone: a CPU engine, HPU or MPS takes the `else` too
@@ -564,6 +577,46 @@ def test_a_use_of_a_library_confines_its_own_statement_and_a_requirement_its_def
     found, silenced = lint(source)
     assert found == []
     assert {(s.violation.line, s.kind) for s in silenced} == {(5, "requires"), (11, "library-use")}
+
+
+GPU_FIXTURE = (
+    "@pytest.fixture{args}\ndef gpu():\n    if not torch.cuda.is_available():\n"
+    "        pytest.skip('CUDA')\n    {give} 0\n\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("fixtures", "test", "silent"),
+    [
+        (GPU_FIXTURE.format(args="(autouse=True)", give="return"), "def test_x():", True),
+        (
+            GPU_FIXTURE.format(args="", give="return"),
+            "@pytest.mark.usefixtures('gpu')\ndef test_x():",
+            True,
+        ),
+        (GPU_FIXTURE.format(args="(name='device')", give="return"), "def test_x(device):", True),
+        (GPU_FIXTURE.format(args="", give="yield"), "def test_x(gpu):", True),
+        (
+            GPU_FIXTURE.format(args="", give="return")
+            + "@pytest.fixture\ndef backend(gpu):\n    return gpu\n\n",
+            "def test_x(backend):",
+            True,
+        ),
+        # the skip after the fixture's value: the test has run
+        (
+            "@pytest.fixture\ndef gpu():\n    yield 0\n    if not torch.cuda.is_available():\n"
+            "        pytest.skip('late')\n\n",
+            "def test_x(gpu):",
+            False,
+        ),
+        (GPU_FIXTURE.format(args="(autouse=True)", give="return"), "def helper():", False),
+    ],
+)
+def test_a_test_that_takes_a_fixture_that_skips_unless_cuda(fixtures, test, silent):
+    source = f"import pytest\nimport torch\n{fixtures}{test}\n    {PROBE}\n"
+    found, silenced = lint(source)
+    assert reported(found, probe(source)) is not silent
+    assert silenced_at(silenced, probe(source)) == ({"fixture"} if silent else set())
 
 
 def test_a_device_named_to_a_cuda_call_picks_no_device():

@@ -44,13 +44,20 @@ class ModuleText:
         self.tree = tree
         self.lines = source.splitlines()
         imports: list[ast.Import | ast.ImportFrom] = []
-        fixtures = set()
+        fixtures: dict[str, str] = {}  # (a fixture's name, as tests request it -> its function)
+        autouse: list[str] = []
         for node in _statements(tree.body):  # (the imports anywhere in it, the fixtures)
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 imports.append(node)
-            elif isinstance(node, FUNCTIONS) and any(map(_is_fixture, node.decorator_list)):
-                fixtures.add(node.name)
-        self.fixtures = frozenset(fixtures)
+            elif isinstance(node, FUNCTIONS):
+                for decorator in filter(_is_fixture, node.decorator_list):
+                    keywords = _keywords(decorator)
+                    name = keywords.get("name")
+                    fixtures[name if isinstance(name, str) else node.name] = node.name
+                    if keywords.get("autouse") is True and node in tree.body:
+                        autouse.append(node.name)
+        self.fixtures = fixtures
+        self.autouse = tuple(autouse)  # (the module's fixtures that every test of it takes)
         self.kernels = frozenset(  # (Triton's)
             node.name for node in tree.body if isinstance(node, ast.FunctionDef) and is_kernel(node)
         )
@@ -111,6 +118,15 @@ class _Regions:
         for i in range(index - 1, -1, -1):
             if point < self.regions[i].end:
                 yield self.regions[i]
+
+
+def _keywords(call: ast.expr) -> dict[str, object]:
+    """The constant keyword arguments of a call (``@pytest.fixture(autouse=True)``)."""
+    if not isinstance(call, ast.Call):
+        return {}
+    return {
+        k.arg: k.value.value for k in call.keywords if isinstance(k.value, ast.Constant) and k.arg
+    }
 
 
 def _is_fixture(decorator: ast.expr) -> bool:

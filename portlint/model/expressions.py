@@ -33,6 +33,7 @@ class Expressions:
     conditions: Conditions
     segment: Callable[[Any], str]
     generator: bool
+    yielded: Evidence | None
     scope: Scope
     previous: Summaries
     summaries: Summaries
@@ -81,6 +82,7 @@ class Expressions:
             if isinstance(current, ast.Attribute) and (method := self.method(current)):
                 self._use(method, here)
             elif isinstance(current, (ast.Yield, ast.YieldFrom)):
+                self.yielded = self.yielded if self.generator else here  # (where it first gives)
                 self.generator = True
             elif isinstance(current, ast.Call) and not condition:
                 for answer in self.summary(current.func, self.previous.answers) or ():
@@ -144,7 +146,9 @@ class Expressions:
             names_cuda(node) for test in tests for node in ast.walk(test)
         ):
             return None  # (`d.type in ("cuda", "mtia")`: an arm of CUDA's)
-        if any(self.conditions.meaning(test).known for test in tests):
+        if any(
+            meaning.known and not meaning.waits for meaning in map(self.conditions.meaning, tests)
+        ):
             return None  # (a CUDA arm: the `else` is the rest, the CPU among them)
         first = self.segment(tests[0])
         why = f"the `else` of a dispatch over devices (`if {first}:` ...), with no CUDA arm"

@@ -25,6 +25,7 @@ import ast
 
 from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending, known
 from portlint.model.expressions import Expressions
+from portlint.model.markers import skip_condition
 from portlint.model.names import Names
 from portlint.model.places import (
     END,
@@ -38,8 +39,11 @@ from portlint.model.places import (
     asks_another_device,
     asks_tensor,
     block_span,
+    devices_named,
     does_otherwise,
+    exits_first,
     falls_back_to_cpu,
+    false,
     launches,
     leaves,
     may_leave,
@@ -48,7 +52,6 @@ from portlint.model.places import (
     span,
     walk,
 )
-from portlint.model.recognisers import skip_condition
 from portlint.platform import TRY_STAR
 
 
@@ -88,6 +91,7 @@ class Flow(Names, Expressions):
         self.parameters: frozenset[str] = frozenset()  # (of the functions around the code)
         self.scope = Scope()
         self.classes: list[str] = []  # the classes around the code walked
+        self.class_nodes: list[ast.ClassDef] = []  # (and their nodes)
         self.class_scopes: list[Scope] = []
         self.nested = False  # (in a function: what it defines is its own)
         self.constructed: Evidence | None = None  # (the class's set-up cannot return off CUDA)
@@ -96,10 +100,12 @@ class Flow(Names, Expressions):
         # Its own `return` statements, each with where it runs.
         self.returns: list[tuple[ast.Return, Evidence | None]] = []
         self.generator = False  # (whether it yields)
+        self.yielded: Evidence | None = None  # (where it first yields: a fixture's value)
         # The class whose method is walked, and its scope (where `self.x` is bound).
         self.owner: tuple[str, Scope] | None = None
         self.siblings: list[frozenset[str]] = []  # the names of their methods
-        self.fixtures = module.fixtures
+        self.fixtures: dict[str, str] = module.fixtures
+        self.autouse: tuple[str, ...] = module.autouse
 
     # --- regions --------------------------------------------------------------------------
     def mark(self, start: tuple[int, int], end: tuple[int, int], evidence: Evidence) -> None:
@@ -243,12 +249,16 @@ class Flow(Names, Expressions):
         other = node.orelse
         if not other and asks_tensor(node.test) and may_leave(node.body):
             other = self.rest
+        beside = self.beside  # (a test after others of other devices: an arm of a dispatch)
+        self.beside = beside or bool(devices_named(chain[:-1], apple=False))
         meaning = self.test(node.test, place, node.body, other)
+        self.beside = beside
         if not meaning.known:  # (`if __name__ == "__main__":` of a worker)
             meaning = Meaning(if_true=self.recognisers.main(node, self))
         places = [meaning.if_true, meaning.if_false]
-        if not meaning.known:
-            places = self._released(node.test, [node.body, node.orelse])
+        if not meaning.known or meaning.waits:  # (`is_xpu` of another module: not CUDA's)
+            released = self._released(node.test, [node.body, node.orelse])
+            places = [places[0] or released[0], places[1] or released[1]]
             places[1] = places[1] or self._dispatched(chain, node.orelse)
         self.arm(node.body, place, places[0])
         if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
@@ -305,6 +315,7 @@ class Flow(Names, Expressions):
             marker = isinstance(decorator, ast.Call) and skip_condition(decorator)
             self.expressions(decorator, place, decided=marker or None)
         evidence = place or self.recognisers.definition(node, self, nested=self.nested)
+        taken = evidence if place is None else None
         if evidence is None and self.classes and self.constructed and node.name not in SET_UP:
             evidence = self.constructed  # (an instance exists only where its set-up returned)
         if place is None and evidence is not None:
@@ -326,20 +337,27 @@ class Flow(Names, Expressions):
         if self.classes:
             self.owner = self.classes[-1], self.class_scopes[-1]
         classes, self.classes, siblings, self.siblings = self.classes, [], self.siblings, []
+        class_nodes, self.class_nodes = self.class_nodes, []
         scopes, self.class_scopes = self.class_scopes, []
         nested, self.nested = self.nested, True
         anywhere, self.returns_anywhere = self.returns_anywhere, False
         returns, self.returns, generator, self.generator = self.returns, [], self.generator, False
+        outer_yielded = self.yielded
         evidence = known(evidence)
         end = self.block(node.body, evidence)
         own_returns, self.returns, yields = self.returns, returns, self.generator
         returned, self.returns_anywhere, self.generator = self.returns_anywhere, anywhere, generator
+        yielded, self.yielded = self.yielded, outer_yielded
         self.scope, self.classes, self.siblings = outer, classes, siblings
+        self.class_nodes = class_nodes
         self.class_scopes, self.owner, self.nested = scopes, owner, nested
         self.parameters = parameters
-        if evidence is None and end is not None and not returned and not yields:
-            why = f"`{name}` cannot return unless on CUDA: {end.why}"  # (a call of a generator
-            # runs none of its body)
+        # (A call of a generator runs none of its body; pytest runs a fixture's to its value.)
+        gives = not yields or (node.name in self.fixtures.values() and yielded is not None)
+        if taken is not None and taken.kind == "fixture" and node.name in self.fixtures.values():
+            self.summaries.requires[name] = taken  # (a fixture that takes one: so do its tests)
+        if evidence is None and end is not None and not returned and gives:
+            why = f"`{name}` cannot return unless on CUDA: {end.why}"
             self.summaries.requires[name] = Evidence("requires", why, end.line)
         if own_returns and not yields and evidence is None:
             self._predicate(name, node, own_returns)
@@ -356,18 +374,24 @@ class Flow(Names, Expressions):
         torch.cuda.is_available(): return False``, then anything)."""
         evidence: Evidence | None = None
         answers = []
-        exits = _exits_first(node)
+        exits = exits_first(node)
         for returned, place in returns:
             if place is not None and exits:
                 evidence = evidence or place
                 continue
-            if returned.value is None or _false(returned.value):
+            if returned.value is None or false(returned.value):
                 continue
             meaning = self.conditions.meaning(returned.value)
             if meaning.if_true is None or is_pending(meaning.if_true):
                 return
             evidence = evidence or meaning.if_true
             answers.append(Flag(returned.value, meaning))
+            if self.conditions.tells_vendors_apart(returned.value):  # (NVIDIA's, not AMD's)
+                why = f"the check `{self.segment(returned.value)}` asks for one vendor's GPU"
+                read = (meaning.if_true.line, True)
+                self.checks.append(
+                    Check(*span(returned.value), Evidence("check", why, read[0]), (read,))
+                )
         if evidence is not None:
             why = f"`{name}()` gives a true value only under {evidence.why}"
             self.summaries.predicates[name] = Evidence("predicate", why, node.lineno)
@@ -383,6 +407,7 @@ class Flow(Names, Expressions):
         elif place is None and evidence is not None:
             self.mark_node(node, evidence)
         self.classes.append(node.name)
+        self.class_nodes.append(node)
         self.siblings.append(frozenset(s.name for s in node.body if isinstance(s, FUNCTIONS)))
         outer, self.scope = self.scope, Scope(self.scope)
         self.class_scopes.append(self.scope)
@@ -390,29 +415,9 @@ class Flow(Names, Expressions):
         self.block(node.body, known(evidence))
         self.scope, self.constructed = outer, constructing
         self.classes.pop()
+        self.class_nodes.pop()
         self.siblings.pop()
         self.class_scopes.pop()
-
-
-def _exits_first(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether the function's first statement (after its docstring) is ``if ...: return``
-    (``return False``, ``None``, ``0``) with no ``else``."""
-    body = function.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    first = body[0] if body else None
-    return (
-        isinstance(first, ast.If)
-        and not first.orelse
-        and len(first.body) == 1
-        and isinstance(first.body[0], ast.Return)
-        and (first.body[0].value is None or _false(first.body[0].value))
-    )
-
-
-def _false(node: ast.expr) -> bool:
-    """``None``, ``False``, ``0``, ``""``: a constant that is false."""
-    return isinstance(node, ast.Constant) and not node.value
 
 
 def _checked(meaning: Meaning, test: ast.expr) -> Evidence:

@@ -250,10 +250,24 @@ def names_cuda_api(nodes: Sequence[ast.AST]) -> bool:
 
 def asks_another_device(test: ast.expr) -> bool:
     """Whether a test asks whether another device (not Apple's) is there: it calls a function
-    or method named for one (``is_torch_npu_available()``, ``torch.xpu.is_available()``)."""
+    or method named for one (``is_torch_npu_available()``, ``torch.xpu.is_available()``), or
+    asks for any device but the CPU (``x.device.type != "cpu"``)."""
     return any(
-        isinstance(node, ast.Call) and names_another_device([node.func], apple=False)
+        (isinstance(node, ast.Call) and names_another_device([node.func], apple=False))
+        or _not_the_cpu(node)
         for node in walk(test)
+    )
+
+
+def _not_the_cpu(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], ast.NotEq)
+        and isinstance(node.left, ast.Attribute)
+        and node.left.attr == "type"
+        and isinstance(node.comparators[0], ast.Constant)
+        and node.comparators[0].value == "cpu"
     )
 
 
@@ -350,3 +364,24 @@ def own_of(*roots: ast.AST) -> Iterator[ast.AST]:
         yield node
         if not isinstance(node, (*FUNCTIONS, ast.ClassDef, ast.Lambda)):
             pending.extend(ast.iter_child_nodes(node))
+
+
+def exits_first(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the function's first statement (after its docstring) is ``if ...: return``
+    (``return False``, ``None``, ``0``) with no ``else``."""
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    first = body[0] if body else None
+    return (
+        isinstance(first, ast.If)
+        and not first.orelse
+        and len(first.body) == 1
+        and isinstance(first.body[0], ast.Return)
+        and (first.body[0].value is None or false(first.body[0].value))
+    )
+
+
+def false(node: ast.expr) -> bool:
+    """``None``, ``False``, ``0``, ``""``: a constant that is false."""
+    return isinstance(node, ast.Constant) and not node.value

@@ -11,7 +11,6 @@ from portlint.facts import (
     CUDA_DEVICE_TYPES,
     CUDA_ONLY_SHARED_LIBRARIES,
     CUDA_SOURCE_SUFFIXES,
-    EXIT_CALLS,
     OTHER_DEVICES,
 )
 from portlint.model.conditions import (
@@ -23,6 +22,7 @@ from portlint.model.conditions import (
     names_only_cuda,
     pending,
 )
+from portlint.model.markers import SKIP_IF, SKIP_UNLESS, markers_of, skip_condition, used_fixtures
 from portlint.model.places import SET_UP
 from portlint.platform import (
     dotted,
@@ -32,8 +32,6 @@ from portlint.platform import (
     library_bindings,
 )
 
-SKIP_IF = frozenset({"skipif", "skipIf", "skip_if"})
-SKIP_UNLESS = frozenset({"skipUnless", "skip_unless"})
 REGISTERS = frozenset({"impl", "register_kernel"})
 # A decorator's arguments that name the device types (or the platform) a function or class is
 # made for (not autocast's `device_type`: the device it picks).
@@ -271,12 +269,22 @@ class Recognisers:
         return Evidence("dispatch-method", why, node.lineno)
 
     def _fixture(self, node: ast.FunctionDef | ast.AsyncFunctionDef, flow) -> Evidence | None:
-        for argument in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
-            required = flow.previous.requires.get(argument.arg)
-            if required is not None and argument.arg in flow.fixtures:
-                return Evidence(
-                    "fixture", f"the test takes the fixture {required.why}", required.line
+        """A test (or a fixture) that takes a fixture of the module that cannot return unless
+        on CUDA: by a parameter, by ``@pytest.mark.usefixtures(...)`` on it or its class, or
+        as the module's ``autouse`` fixture."""
+        taken = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
+        taken += used_fixtures([node, *flow.class_nodes])
+        if node.name.startswith("test"):
+            taken += flow.autouse
+        for fixture in taken:
+            required = flow.previous.requires.get(flow.fixtures.get(fixture, ""))
+            if required is not None:
+                why = (
+                    required.why
+                    if required.kind == "fixture"
+                    else f"the test takes the fixture {required.why}"
                 )
+                return Evidence("fixture", why, required.line)
         return None
 
 
@@ -336,86 +344,6 @@ def _surely_run(roots: list[ast.AST]) -> Iterator[ast.AST]:
             pending.append(node.generators[0].iter)
         elif not isinstance(node, ast.Lambda):
             pending.extend(ast.iter_child_nodes(node))
-
-
-def skip_condition(marker: ast.Call) -> ast.expr | None:
-    """The condition of ``skipif(condition, ...)`` (``condition=`` too)."""
-    if marker.args:
-        return marker.args[0]
-    return next((k.value for k in marker.keywords if k.arg == "condition"), None)
-
-
-def markers_of(tree: ast.Module) -> dict[str, ast.Call]:
-    """The module's names for a skip marker: ``requires_cuda = pytest.mark.skipif(...)``, a
-    function that returns one applied (``return unittest.skipUnless(...)(test)``), or one that
-    returns a wrapper of the test that first skips (fails) where a test holds (:func:`_skips`:
-    read as ``skipIf`` of that test)."""
-    found: dict[str, ast.Call] = {}
-    for node in tree.body:
-        skips = _skips(node)
-        if skips is not None:
-            found[node.name] = skips  # type: ignore[attr-defined]
-            continue
-        value: ast.expr | None = None
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            value = node.value if isinstance(target, ast.Name) else None
-            name = target.id if isinstance(target, ast.Name) else ""
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            last = node.body[-1]
-            value = last.value if isinstance(last, ast.Return) else None
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Call):
-                value = value.func  # (the marker, applied to the test)
-            name = node.name
-        callee = value.func if isinstance(value, ast.Call) else None
-        if (
-            callee is not None
-            and (dotted(callee) or "").rsplit(".", 1)[-1] in SKIP_IF | SKIP_UNLESS
-        ):
-            found[name] = value  # type: ignore[assignment]
-    return found
-
-
-def _skips(node: ast.stmt) -> ast.Call | None:
-    """``def requires_cuda(fn): ... def wrapper(*a): if not <test>: pytest.skip(...); return
-    fn(*a) ... return wrapper``: the decorator as ``skipIf(not <test>)``, where the wrapper's
-    first statement (after its docstring) skips, fails or raises where the test holds."""
-    if not (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body):
-        return None
-    last = node.body[-1]
-    returned = last.value if isinstance(last, ast.Return) else None
-    wrapper = next(
-        (
-            n
-            for n in node.body
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and isinstance(returned, ast.Name)
-            and n.name == returned.id
-        ),
-        None,
-    )
-    body = wrapper.body if wrapper is not None else []
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]  # (its docstring)
-    first = body[0] if body else None
-    if not (isinstance(first, ast.If) and not first.orelse and _stops(first.body)):
-        return None
-    test = first.test
-    call = ast.Call(
-        func=ast.Name("skipIf", ast.Load()), args=[test], keywords=[], lineno=test.lineno,
-        col_offset=test.col_offset, end_lineno=test.end_lineno, end_col_offset=test.end_col_offset,
-    )  # fmt: skip
-    call.wraps = True  # type: ignore[attr-defined]
-    return call
-
-
-def _stops(body: list[ast.stmt]) -> bool:
-    """Whether a block ends in a skip, a failure or a ``raise``."""
-    last = body[-1] if body else None
-    if isinstance(last, ast.Raise):
-        return True
-    call = last.value if isinstance(last, ast.Expr) else None
-    return isinstance(call, ast.Call) and dotted(call.func) in EXIT_CALLS
 
 
 def _built(node: ast.stmt) -> ast.Call | None:
