@@ -198,7 +198,8 @@ def model_page_text() -> str:
         "",
         "The flow pass reads them in `if`/`elif`/`else`, `while`, `assert`, `a if t else b`, "
         "`and`/`or` and comprehensions, after an early exit (`return`, `raise`, `continue`, "
-        "`break`, a skip) and through names bound to them (`exit`, `none-test`, `predicate`). "
+        "`break`, a skip) and through names bound to them (`exit`, `none-test`, `predicate`; "
+        "`set-flag`: a name bound to `False`, set under a test of CUDA, tested for truth). "
         "The `else` that ends a chain of tests of other devices with no CUDA arm (`if "
         "torch.xpu.is_available(): ...` `elif is_torch_npu_available(): ...` `else: ...`) is "
         "CUDA's (`dispatch`; not after a test of Apple's MPS only, which leaves XPU and NPU to "

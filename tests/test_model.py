@@ -579,6 +579,42 @@ def test_a_use_of_a_library_confines_its_own_statement_and_a_requirement_its_def
     assert {(s.violation.line, s.kind) for s in silenced} == {(5, "requires"), (11, "library-use")}
 
 
+@pytest.mark.parametrize(
+    ("test", "silent"),
+    [
+        ("if HAS_SYMM:", True),
+        ("if not HAS_SYMM:\n        return\n    if True:", True),
+        ("if HAS_SYMM is not None:", False),
+    ],
+)
+def test_a_flag_false_but_where_a_test_of_cuda_sets_it(test, silent):
+    source = (
+        "import torch\nHAS_SYMM = False\nif torch.cuda.is_available():\n    HAS_SYMM = True\n\n"
+        f"def f():\n    {test}\n        {PROBE}\n"
+    )
+    found, _ = lint(source)
+    assert reported(found, probe(source)) is not silent
+
+
+@pytest.mark.parametrize(
+    ("body", "silent"),
+    [
+        (f"    n = torch.cuda.device_count()\n    if n > 1:\n        {PROBE}\n", True),
+        (f"    n = torch.cuda.device_count()\n    for i in range(n):\n        {PROBE}\n", True),
+        # given on as data too: zero devices off CUDA is a number another accelerator has
+        (
+            f"    n = torch.cuda.device_count()\n    if n > 1:\n        {PROBE}\n    spawn(n)\n",
+            False,
+        ),
+    ],
+)
+def test_a_count_of_cuda_devices_held_in_a_name(body, silent):
+    source = f"import torch\ndef f():\n{body}"
+    found, _ = lint(source)
+    assert reported(found, probe(source)) is False  # (the count decides it either way)
+    assert ((3, 9, "PORT401") in found) is not silent
+
+
 GPU_FIXTURE = (
     "@pytest.fixture{args}\ndef gpu():\n    if not torch.cuda.is_available():\n"
     "        pytest.skip('CUDA')\n    {give} 0\n\n"

@@ -150,9 +150,11 @@ class Conditions:
         segment: Callable[[Any], str],
         guard_functions: frozenset[str] = frozenset(),
         origins: Mapping[str, tuple[str, str]] | None = None,
+        held: Callable[[str], ast.expr | None] = lambda name: None,
     ) -> None:
         self.resolve = resolve
         self.bound = bound
+        self.held = held  # (the test a name was bound to: `num_gpus = torch.cuda.device_count()`)
         self.calls = calls
         self.segment = segment
         self.guard_functions = guard_functions
@@ -260,6 +262,8 @@ class Conditions:
                     return self.holds(test, "device-type").negated()
             if isinstance(one, ast.Constant) and one.value is None:  # `torch.version.hip is None`
                 inner = self.meaning(other)
+                if inner.if_true is not None and inner.if_true.kind == "set-flag":
+                    return UNKNOWN  # (`False is not None`: a flag that is set or not is no None)
                 if isinstance(op, ast.IsNot):
                     return inner
                 if isinstance(op, ast.Is):
@@ -282,6 +286,8 @@ class Conditions:
         return meaning.negated() if said == -1 else meaning
 
     def _is_count(self, node: ast.expr) -> bool:
+        if isinstance(node, (ast.Name, ast.Attribute)) and (held := self.held(dotted(node) or "")):
+            return self._is_count(held)  # (`num_gpus > 0`, `self.world > 1`)
         if not isinstance(node, ast.Call):
             return False
         if (

@@ -20,9 +20,9 @@ from portlint.model.places import (
     devices_named,
     fields_of,
     names_cuda_api,
+    ranged,
     span,
 )
-from portlint.platform import dotted
 
 T = TypeVar("T")
 
@@ -125,13 +125,9 @@ class Expressions:
     ) -> Evidence | None:
         """``range(n)``, where ``n`` is true only on CUDA (``torch.cuda.device_count()``): the
         loop's body runs only there, and ``n`` is its check."""
-        if not (
-            isinstance(iterable, ast.Call)
-            and dotted(iterable.func) == "range"
-            and len(iterable.args) in (1, 2)
-        ):
+        if not ranged(iterable):
             return None
-        return self.test(iterable.args[-1], place, body, []).if_true
+        return self.test(iterable.args[-1], place, body, []).if_true  # type: ignore[attr-defined]
 
     def _dispatched(self, tests: list[ast.expr], orelse: list) -> Evidence | None:
         """The ``else`` that ends a dispatch over devices with no CUDA arm (``if

@@ -48,6 +48,7 @@ from portlint.model.places import (
     leaves,
     may_leave,
     names_another_device,
+    ranged,
     requires_it,
     span,
     walk,
@@ -72,6 +73,7 @@ class Flow(Names, Expressions):
             module.segment,
             module.guard_functions,
             module.origins,
+            self._held,
         )
         self.recognisers = recognisers
         self.previous = previous
@@ -163,6 +165,10 @@ class Flow(Names, Expressions):
     def _bound(self, name: str) -> Meaning | None:
         return self.scope.lookup(name)
 
+    def _held(self, name: str) -> ast.expr | None:
+        flag = self.scope.flag(name)
+        return flag.value if flag is not None else None
+
     # --- statements -----------------------------------------------------------------------
     def module(self) -> None:
         evidence = self.recognisers.module(self.tree, self)
@@ -224,7 +230,10 @@ class Flow(Names, Expressions):
         if isinstance(node, (ast.Try, *TRY_STAR)):
             return self.attempt(node, place)  # type: ignore[arg-type]
         flag = isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets)
-        self.expressions(node, place, decided=getattr(node, "value", None) if flag else None)
+        decided = getattr(node, "value", None) if flag else None
+        if isinstance(node, (ast.For, ast.AsyncFor)) and ranged(node.iter):
+            decided = node.iter.args[-1]  # type: ignore[attr-defined]  # (a count it tests)
+        self.expressions(node, place, decided=decided)
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             self.assigned(node, place)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):

@@ -8,7 +8,7 @@ import ast
 from typing import TypeVar
 
 from portlint.model.conditions import Conditions, Evidence, Meaning, known
-from portlint.model.places import NONE, Flag, Scope, Summaries
+from portlint.model.places import FALSY, NONE, Flag, Scope, Summaries
 
 T = TypeVar("T")
 TESTS = (ast.BoolOp, ast.Compare, ast.UnaryOp)  # (a value that is a test)
@@ -59,6 +59,8 @@ class Names:
                 self.flags.append(flag)
             elif _is_none(value):
                 scope.made.setdefault(name, NONE)
+            elif isinstance(value, ast.Constant) and not value.value:
+                scope.made.setdefault(name, FALSY)  # (true later only where it is set)
             else:
                 _made(scope, name, place)
 
@@ -118,11 +120,15 @@ class Names:
 
 def _made(scope: Scope, name: str, place: Evidence | None) -> None:
     """``name`` bound in ``scope`` to a value made at ``place`` (None: anywhere)."""
+    before = scope.made.get(name, NONE)
     if place is None:
         scope.made[name] = None
-    elif scope.made.get(name, NONE) is NONE:
+    elif before is NONE:
         why = f"`{name}` is made only under {place.why}"
         scope.made[name] = Evidence("none-test", why, place.line)
+    elif before is FALSY:  # (`symm_mem_available = False`, then `True` under a test of CUDA)
+        why = f"`{name}` is set (else false) only under {place.why}"
+        scope.made[name] = Evidence("set-flag", why, place.line)
 
 
 def _is_none(node: ast.expr) -> bool:

@@ -25,6 +25,7 @@ FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 LEAVING = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 END = (1 << 30, 0)
 NONE = object()  # (a name bound only to None so far)
+FALSY = object()  # (bound only to a false constant so far: `HAS_X = False`)
 APPLE_WORDS = frozenset(APPLE_DEVICES)
 DEVICE_TEXT = re.compile("|".join(sorted(OTHER_DEVICES)), re.IGNORECASE)  # (before its words)
 # The methods that set an instance up: where one cannot return off CUDA, no instance exists there.
@@ -385,3 +386,12 @@ def exits_first(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 def false(node: ast.expr) -> bool:
     """``None``, ``False``, ``0``, ``""``: a constant that is false."""
     return isinstance(node, ast.Constant) and not node.value
+
+
+def ranged(iterable: ast.expr) -> bool:
+    """``range(n)`` or ``range(start, n)``: a loop whose body runs only where ``n`` is not 0."""
+    return (
+        isinstance(iterable, ast.Call)
+        and dotted(iterable.func) == "range"
+        and len(iterable.args) in (1, 2)
+    )
