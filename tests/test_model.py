@@ -493,6 +493,17 @@ def test_the_else_of_a_dispatch_over_other_devices(source, silent):
             "    s = torch.cuda.amp.GradScaler()\n",
             True,
         ),
+        # both arms bind a name that says CUDA; the rest of the block after the newer torch's return
+        (
+            "if torch_version < version.parse('2.4.0'):\n    amp_fwd = torch.cuda.amp.GradScaler()\n"
+            "else:\n    amp_fwd = torch.amp.GradScaler('cuda')\n",
+            True,
+        ),
+        (
+            "def scaler():\n    if compare_version('torch', operator.ge, '2.4.0'):\n"
+            "        return torch.amp.GradScaler('cuda')\n    return torch.cuda.amp.GradScaler()\n",
+            True,
+        ),
         # both arms name CUDA: neither is where the code moved on
         (
             "if is_torch_version('>=', '2.3'):\n    s = torch.cuda.amp.GradScaler()\nelse:\n"

@@ -167,7 +167,7 @@ class Expressions:
         arms = ([node.body], [node.orelse]) if meaning.if_true else ([node.orelse], [node.body])
         self.check(node.test, meaning, *arms)
         places = [meaning.if_true, meaning.if_false]
-        if not meaning.known:  # (`torch.xpu.device(d) if HAS_XPU else torch.npu.device(d) if ...`)
+        if not meaning.known or meaning.waits:  # (`torch.xpu.device(d) if HAS_XPU else ...`)
             places = self._released(node.test, [[node.body], [node.orelse]])
             chain = [node]
             while isinstance(chain[-1].orelse, ast.IfExp):

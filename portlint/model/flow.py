@@ -255,9 +255,10 @@ class Flow(Names, Expressions):
         block is the other path (``if x.is_cuda:`` ``return fused(x)``, then ``return
         portable(x)``): a choice of kernel by the tensor's device."""
         chain, self.chain = [*self.chain, node.test], []  # (the tests of its `elif` chain)
+        rest = self.rest  # (what follows it in its block)
         other = node.orelse
         if not other and asks_tensor(node.test) and may_leave(node.body):
-            other = self.rest
+            other = rest
         beside = self.beside  # (a test after others of other devices: an arm of a dispatch)
         self.beside = beside or bool(devices_named(chain[:-1], apple=False))
         meaning = self.test(node.test, place, node.body, other)
@@ -274,6 +275,11 @@ class Flow(Names, Expressions):
             self.chain = chain
         self.arm(node.orelse, place, places[1])
         self.chain = []
+        older = None  # (`if <new enough torch>: return torch.amp...`, then the older torch's)
+        if leaves(node.body) and not node.orelse and (not meaning.known or meaning.waits):
+            older = self._released(node.test, [node.body, rest])[1]
+        if older is not None:
+            return older
         if leaves(node.body) and not (node.orelse and leaves(node.orelse)):
             return _exit(meaning.if_false)
         if node.orelse and leaves(node.orelse):

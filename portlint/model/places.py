@@ -240,12 +240,13 @@ def asks_torch_release(test: ast.expr) -> bool:
 
 
 def names_cuda_api(nodes: Sequence[ast.AST]) -> bool:
-    """Whether code names CUDA in a name (``torch.cuda.amp.GradScaler``), not in a string."""
+    """Whether code names CUDA in a name it reads (``torch.cuda.amp.GradScaler``), not in a
+    string nor in a name it binds (``torch_cuda_amp_custom_fwd = ...``)."""
     return any(
         "cuda" in words(node.id if isinstance(node, ast.Name) else node.attr)
         for root in nodes
         for node in walk(root)
-        if isinstance(node, (ast.Name, ast.Attribute))
+        if isinstance(node, (ast.Name, ast.Attribute)) and not isinstance(node.ctx, ast.Store)
     )
 
 
