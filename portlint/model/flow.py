@@ -276,7 +276,8 @@ class Flow(Names, Expressions):
         self.arm(node.orelse, place, places[1])
         self.chain = []
         older = None  # (`if <new enough torch>: return torch.amp...`, then the older torch's)
-        if leaves(node.body) and not node.orelse and (not meaning.known or meaning.waits):
+        returns = isinstance(node.body[-1], ast.Return) and node.body[-1].value is not None
+        if returns and not node.orelse and (not meaning.known or meaning.waits):  # (not a skip)
             older = self._released(node.test, [node.body, rest])[1]
         if older is not None:
             return older
