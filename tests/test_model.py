@@ -632,6 +632,38 @@ def test_a_count_of_cuda_devices_held_in_a_name(body, silent):
     assert ((3, 9, "PORT401") in found) is not silent
 
 
+@pytest.mark.parametrize(
+    ("source", "silent"),
+    [
+        (
+            "try:\n    import transformer_engine\n    HAVE_TE = True\nexcept ImportError:\n"
+            f"    HAVE_TE = False\n\ndef f():\n    if HAVE_TE:\n        {PROBE}\n",
+            True,
+        ),
+        # a function that sets it too, wherever it runs
+        (
+            "try:\n    import cupy\n    HAVE_CUPY = True\nexcept ImportError:\n    HAVE_CUPY = False\n\n"
+            "def enable():\n    global HAVE_CUPY\n    HAVE_CUPY = True\n\n"
+            f"def f():\n    if HAVE_CUPY:\n        {PROBE}\n",
+            False,
+        ),
+        # a count held by the instance and given on as data too
+        (
+            "class L:\n    def __init__(self):\n        self.world = torch.cuda.device_count()\n\n"
+            f"    def start(self, fn):\n        if self.world > 1:\n            {PROBE}\n"
+            "        spawn(fn, nprocs=self.world)\n",
+            True,
+        ),
+    ],
+)
+def test_a_flag_the_module_sets_where_a_library_imports(source, silent):
+    source = f"import torch\n{source}"
+    found, _ = lint(source)
+    assert reported(found, probe(source)) is not silent
+    if "self.world" in source:  # (the count is the finding: a number of devices as data)
+        assert (4, 22, "PORT401") in found
+
+
 GPU_FIXTURE = (
     "@pytest.fixture{args}\ndef gpu():\n    if not torch.cuda.is_available():\n"
     "        pytest.skip('CUDA')\n    {give} 0\n\n"

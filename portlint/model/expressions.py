@@ -81,6 +81,9 @@ class Expressions:
                 continue
             if isinstance(current, ast.Attribute) and (method := self.method(current)):
                 self._use(method, here)
+                held = None if condition else self.scope.flag(f"self.{current.attr}")
+                if held is not None and isinstance(current.ctx, ast.Load):
+                    held.reads.append(None)  # (`nprocs=self.world`: read as data)
             elif isinstance(current, (ast.Yield, ast.YieldFrom)):
                 self.yielded = self.yielded if self.generator else here  # (where it first gives)
                 self.generator = True

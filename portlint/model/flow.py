@@ -107,6 +107,7 @@ class Flow(Names, Expressions):
         self.owner: tuple[str, Scope] | None = None
         self.siblings: list[frozenset[str]] = []  # the names of their methods
         self.fixtures: dict[str, str] = module.fixtures
+        self.rebound: frozenset[str] = module.rebound
         self.autouse: tuple[str, ...] = module.autouse
 
     # --- regions --------------------------------------------------------------------------

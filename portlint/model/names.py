@@ -22,6 +22,7 @@ class Names:
     owner: tuple[str, Scope] | None
     previous: Summaries
     flags: list[Flag]
+    rebound: frozenset[str]
 
     def supported(self, test: ast.expr) -> None:
         raise NotImplementedError
@@ -53,7 +54,9 @@ class Names:
                 continue
             scope.meanings.pop(name, None)
             scope.flags.pop(name, None)
-            if meaning.known:
+            if name in self.rebound:  # (a function sets it too, wherever it runs)
+                scope.made[name] = None
+            elif meaning.known:
                 scope.meanings[name] = meaning
                 scope.flags[name] = flag = Flag(value, meaning)
                 self.flags.append(flag)
