@@ -413,6 +413,9 @@ def test_a_check_that_skips_portable_code_is_the_finding(source):
         # a marker the module defines for other modules' tests
         "def require_single_gpu(test_case):\n"
         "    return unittest.skipUnless(torch.cuda.device_count() == 1, 'one')(test_case)\n",
+        # a flag read only by a skip marker of a class
+        "_HAS_GPU = torch.cuda.is_available()\n\n@unittest.skipUnless(_HAS_GPU, 'CUDA')\n"
+        "class TestKernel(unittest.TestCase):\n    def test_it(self):\n        run()\n",
         # one vendor's code: the test tells NVIDIA's build from AMD's
         "def f():\n    if torch.cuda.is_available() and torch.version.hip is None:\n"
         "        x = 1\n",

@@ -279,15 +279,15 @@ class Conditions:
         if operator is not None and isinstance(left, ast.Constant):
             left, right, operator = right, left, _SWAPPED[operator]
         number = right.value if isinstance(right, ast.Constant) else None
-        if operator is None or type(number) is not int or not self._is_count(left):
+        if operator is None or type(number) is not int or not self.is_count(left):
             return UNKNOWN
         said = count_says_cuda(operator, number)
         meaning = self.holds(test, "torch-query") if said else UNKNOWN
         return meaning.negated() if said == -1 else meaning
 
-    def _is_count(self, node: ast.expr) -> bool:
+    def is_count(self, node: ast.expr) -> bool:
         if isinstance(node, (ast.Name, ast.Attribute)) and (held := self.held(dotted(node) or "")):
-            return self._is_count(held)  # (`num_gpus > 0`, `self.world > 1`)
+            return self.is_count(held)  # (`num_gpus > 0`, `self.world > 1`)
         if not isinstance(node, ast.Call):
             return False
         if (

@@ -41,9 +41,7 @@ from portlint.model.places import (
     block_span,
     devices_named,
     does_otherwise,
-    exits_first,
     falls_back_to_cpu,
-    false,
     launches,
     leaves,
     may_leave,
@@ -379,44 +377,10 @@ class Flow(Names, Expressions):
         if own_returns and not yields and evidence is None:
             self._predicate(name, node, own_returns)
 
-    def _predicate(
-        self,
-        name: str,
-        node: ast.FunctionDef | ast.AsyncFunctionDef,
-        returns: list[tuple[ast.Return, Evidence | None]],
-    ) -> None:
-        """Whether the function (which may run anywhere) gives a true value only on CUDA: each
-        of its ``returns`` gives a false constant, or is a test that holds only on CUDA, or runs
-        only on CUDA after the function's first statement, an exit (``if not
-        torch.cuda.is_available(): return False``, then anything)."""
-        evidence: Evidence | None = None
-        answers = []
-        exits = exits_first(node)
-        for returned, place in returns:
-            if place is not None and exits:
-                evidence = evidence or place
-                continue
-            if returned.value is None or false(returned.value):
-                continue
-            meaning = self.conditions.meaning(returned.value)
-            if meaning.if_true is None or is_pending(meaning.if_true):
-                return
-            evidence = evidence or meaning.if_true
-            answers.append(Flag(returned.value, meaning))
-            if self.conditions.tells_vendors_apart(returned.value):  # (NVIDIA's, not AMD's)
-                why = f"the check `{self.segment(returned.value)}` asks for one vendor's GPU"
-                read = (meaning.if_true.line, True)
-                self.checks.append(
-                    Check(*span(returned.value), Evidence("check", why, read[0]), (read,))
-                )
-        if evidence is not None:
-            why = f"`{name}()` gives a true value only under {evidence.why}"
-            self.summaries.predicates[name] = Evidence("predicate", why, node.lineno)
-            self.summaries.answers[name] = answers
-
     def klass(self, node: ast.ClassDef, place: Evidence | None) -> None:
         for expression in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
-            self.expressions(expression, place)
+            marker = isinstance(expression, ast.Call) and skip_condition(expression)
+            self.expressions(expression, place, decided=marker or None)  # (a skip's test: a test)
         evidence = place or self.recognisers.definition(node, self)
         constructed = None
         if place is None and evidence is not None and evidence.kind == "constructor":

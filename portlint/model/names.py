@@ -1,14 +1,26 @@
 """The flow pass's names (:class:`portlint.model.flow.Flow` is one): what a name, or an
 attribute of ``self``, is bound to (a test: a flag; a value made only on CUDA; an import made
-only there), and the module's functions a call or a name stands for."""
+only there), the module's functions a call or a name stands for, and which of them are
+predicates (every return a test of CUDA)."""
 
 from __future__ import annotations
 
 import ast
-from typing import TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from portlint.model.conditions import Conditions, Evidence, Meaning, known
-from portlint.model.places import FALSY, NONE, Flag, Scope, Summaries
+from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending, known
+from portlint.model.places import (
+    FALSY,
+    NONE,
+    Check,
+    Flag,
+    Scope,
+    Summaries,
+    exits_first,
+    false,
+    span,
+)
 
 T = TypeVar("T")
 TESTS = (ast.BoolOp, ast.Compare, ast.UnaryOp)  # (a value that is a test)
@@ -23,6 +35,9 @@ class Names:
     previous: Summaries
     flags: list[Flag]
     rebound: frozenset[str]
+    summaries: Summaries
+    checks: list[Check]
+    segment: Callable[[Any], str]
 
     def supported(self, test: ast.expr) -> None:
         raise NotImplementedError
@@ -66,6 +81,41 @@ class Names:
                 scope.made.setdefault(name, FALSY)  # (true later only where it is set)
             else:
                 _made(scope, name, place)
+
+    def _predicate(
+        self,
+        name: str,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        returns: list[tuple[ast.Return, Evidence | None]],
+    ) -> None:
+        """Whether the function (which may run anywhere) gives a true value only on CUDA: each
+        of its ``returns`` gives a false constant, or is a test that holds only on CUDA, or runs
+        only on CUDA after the function's first statement, an exit (``if not
+        torch.cuda.is_available(): return False``, then anything)."""
+        evidence: Evidence | None = None
+        answers = []
+        exits = exits_first(node)
+        for returned, place in returns:
+            if place is not None and exits:
+                evidence = evidence or place
+                continue
+            if returned.value is None or false(returned.value):
+                continue
+            meaning = self.conditions.meaning(returned.value)
+            if meaning.if_true is None or is_pending(meaning.if_true):
+                return
+            evidence = evidence or meaning.if_true
+            answers.append(Flag(returned.value, meaning))
+            if self.conditions.tells_vendors_apart(returned.value):  # (NVIDIA's, not AMD's)
+                why = f"the check `{self.segment(returned.value)}` asks for one vendor's GPU"
+                read = (meaning.if_true.line, True)
+                self.checks.append(
+                    Check(*span(returned.value), Evidence("check", why, read[0]), (read,))
+                )
+        if evidence is not None:
+            why = f"`{name}()` gives a true value only under {evidence.why}"
+            self.summaries.predicates[name] = Evidence("predicate", why, node.lineno)
+            self.summaries.answers[name] = answers
 
     def imported(self, node: ast.Import | ast.ImportFrom, place: Evidence | None) -> None:
         """The names an import binds: made only on CUDA where it runs only there (``if

@@ -42,6 +42,10 @@ DEVICE_ATTRIBUTES = frozenset({"device_name", "device_type", "dispatch_key", "_n
 DEVICE_SETS = frozenset({"supported_devices", "device_types", "devices"})
 DISPATCHED = ("cuda", "hip", "rocm")
 SIBLINGS = ("native", "cpu", *sorted(OTHER_DEVICES))
+# torch's distributed test cases: a process per rank of `world_size`, none where it is 0.
+HARNESSES = frozenset(
+    {"MultiProcessTestCase", "FSDPTest", "DTensorTestBase", "MultiProcContinuousTest"}
+)
 
 
 class Recognisers:
@@ -87,7 +91,7 @@ class Recognisers:
                 return found
         previous = flow.previous
         if isinstance(node, ast.ClassDef):
-            declared = self._platform(node)
+            declared = self._platform(node) or _world(node, flow)
             if declared is not None:
                 return declared
             for name in SET_UP:
@@ -313,6 +317,21 @@ def _declarations(node: ast.ClassDef) -> Iterator[tuple[str, ast.expr, int]]:
                 and any(dotted(d) == "property" for d in statement.decorator_list)
             ):
                 yield statement.name, body[0].value, body[0].lineno
+
+
+def _world(node: ast.ClassDef, flow) -> Evidence | None:
+    """A test case of torch's distributed harness that runs a process per CUDA device (the
+    ``world-size`` row)."""
+    if not any((dotted(base) or "").rsplit(".", 1)[-1] in HARNESSES for base in node.bases):
+        return None
+    for name, value, line in _declarations(node):
+        counted = (
+            value.args if isinstance(value, ast.Call) and dotted(value.func) == "min" else [value]
+        )
+        if name == "world_size" and any(map(flow.conditions.is_count, counted)):
+            why = f"`{node.name}` runs a process per CUDA device: `world_size = {flow.segment(value)}`"
+            return Evidence("world-size", why, line)
+    return None
 
 
 def _declares_fields(decorator: ast.expr) -> bool:

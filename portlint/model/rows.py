@@ -196,6 +196,31 @@ class CudaPlatform(Platform):
 """,
     ),
     Row(
+        "world-size",
+        "a test case of torch's distributed harness (`MultiProcessTestCase`, `FSDPTest`, "
+        "`DTensorTestBase`) whose `world_size` is the number of CUDA devices "
+        "(`torch.cuda.device_count()`, `min(torch.cuda.device_count(), 4)`): with none, the "
+        "harness starts no process and skips every test",
+        """\
+class TestSync(FSDPTest):
+    @property
+    def world_size(self):
+        return min(torch.cuda.device_count(), 4)
+
+    def test_sync(self):
+        torch.cuda.synchronize()
+""",
+        """\
+class TestSync(FSDPTest):
+    @property
+    def world_size(self):
+        return max(1, min(torch.cuda.device_count(), 4))
+
+    def test_sync(self):
+        torch.cuda.synchronize()
+""",
+    ),
+    Row(
         "constructor",
         "the methods of a class whose `__init__` (or `setUp`, `setUpClass`, `setup_method`, "
         "`setup_class`) cannot return unless on CUDA",
