@@ -184,7 +184,9 @@ def model_page_text() -> str:
         "implementation, a `raise` or a failed `assert`, a skip, another device's code; the "
         "rest of the block, where a test of a tensor's `.is_cuda` decides a body that returns: "
         "`if x.is_cuda:` `return fused(x)` then `return portable(x)`), or the test tells "
-        "NVIDIA's build from AMD's (`torch.version.hip`). It is the finding where the "
+        "NVIDIA's build from AMD's (`torch.version.hip`), or it chooses only the "
+        "`map_location` of a load (CUDA storages restore only where CUDA is). It is the "
+        "finding where the "
         'other arm runs on the CPU (`"cuda" if torch.cuda.is_available() else "cpu"`, or a '
         "dispatch over CUDA, MPS and the CPU, which leaves XPU and NPU to the CPU), and where "
         "what it decides would run on any device (`if x.is_cuda: x.record_stream(s)`): other "

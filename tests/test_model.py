@@ -416,6 +416,9 @@ def test_a_check_that_skips_portable_code_is_the_finding(source):
         # a flag read only by a skip marker of a class
         "_HAS_GPU = torch.cuda.is_available()\n\n@unittest.skipUnless(_HAS_GPU, 'CUDA')\n"
         "class TestKernel(unittest.TestCase):\n    def test_it(self):\n        run()\n",
+        # where a checkpoint's CUDA storages restore: CUDA's own question
+        "def load(path):\n"
+        "    return torch.load(path, map_location='cuda:0' if torch.cuda.is_available() else 'cpu')\n",
         # one vendor's code: the test tells NVIDIA's build from AMD's
         "def f():\n    if torch.cuda.is_available() and torch.version.hip is None:\n"
         "        x = 1\n",

@@ -14,6 +14,7 @@ from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending,
 from portlint.model.places import (
     FIELDS,
     LEAVES,
+    Check,
     Scope,
     Summaries,
     asks_torch_release,
@@ -23,6 +24,7 @@ from portlint.model.places import (
     ranged,
     span,
 )
+from portlint.platform import dotted
 
 T = TypeVar("T")
 
@@ -33,6 +35,7 @@ class Expressions:
     conditions: Conditions
     segment: Callable[[Any], str]
     generator: bool
+    checks: list[Check]
     yielded: Evidence | None
     scope: Scope
     previous: Summaries
@@ -98,6 +101,7 @@ class Expressions:
                     inner = self._boolean(current, current is not decided)
                 elif isinstance(current, ast.Call):
                     inner = self._enabled(current)
+                    self._mapped(current)
                 elif isinstance(current, COMPREHENSIONS):
                     inner = self._comprehension(current)
                 elif isinstance(current, ast.Dict):
@@ -222,6 +226,23 @@ class Expressions:
                     if not is_pending(evidence):
                         return {id(result): evidence for result in results}
         return {}
+
+    def _mapped(self, call: ast.Call) -> None:
+        """``torch.load(path, map_location="cuda:0" if torch.cuda.is_available() else "cpu")``:
+        the check chooses only where a checkpoint's storages restore, and CUDA's restore only
+        where CUDA is (elsewhere they must be mapped): it is CUDA's own question."""
+        if (dotted(call.func) or "").rsplit(".", 1)[-1] != "load":
+            return
+        for keyword in call.keywords:
+            value = keyword.value
+            if keyword.arg == "map_location" and isinstance(value, ast.IfExp):
+                meaning = self.conditions.meaning(value.test)
+                if meaning.known and not meaning.waits:
+                    why = f"the check `{self.segment(value.test)}` chooses only the `map_location` of a load"
+                    read = (value.test.lineno, True)
+                    self.checks.append(
+                        Check(*span(value.test), Evidence("check", why, read[0]), (read,))
+                    )
 
     def _enabled(self, call: ast.Call) -> dict[int, Evidence]:
         """A call made disabled unless on CUDA (``GradScaler(enabled=use_amp)``, where
