@@ -516,6 +516,12 @@ def test_the_else_of_a_dispatch_over_other_devices(source, silent):
             "    s = torch.cuda.amp.GradScaler()\n",
             False,
         ),
+        # a test of the build's vendor is no test of the release
+        (
+            "def f():\n    if torch.version.hip is not None and _torch_2_4:\n"
+            "        return torch.amp.GradScaler('cuda')\n    return torch.cuda.amp.GradScaler()\n",
+            False,
+        ),
         # both arms name CUDA: neither is where the code moved on
         (
             "if is_torch_version('>=', '2.3'):\n    s = torch.cuda.amp.GradScaler()\nelse:\n"
@@ -646,6 +652,12 @@ def test_a_count_of_cuda_devices_held_in_a_name(body, silent):
             f"    HAVE_TE = False\n\ndef f():\n    if HAVE_TE:\n        {PROBE}\n",
             True,
         ),
+        # a flag lowered to False still holds only where it held
+        (
+            "AVAILABLE = torch.cuda.is_available()\nif broken():\n    AVAILABLE = False\n\n"
+            f"if AVAILABLE:\n    def bench():\n        {PROBE}\n",
+            True,
+        ),
         # a function that sets it too, wherever it runs
         (
             "try:\n    import cupy\n    HAVE_CUPY = True\nexcept ImportError:\n    HAVE_CUPY = False\n\n"
@@ -668,6 +680,17 @@ def test_a_flag_the_module_sets_where_a_library_imports(source, silent):
     assert reported(found, probe(source)) is not silent
     if "self.world" in source:  # (the count is the finding: a number of devices as data)
         assert (4, 22, "PORT401") in found
+
+
+def test_the_world_size_itself_stays_a_finding():
+    """The harness could count any accelerator's devices: the count is what to change."""
+    source = (
+        "import torch\nclass TestSync(FSDPTest):\n    @property\n    def world_size(self):\n"
+        f"        return min(torch.cuda.device_count(), 4)\n\n    def test_sync(self):\n        {PROBE}\n"
+    )
+    found, silenced = lint(source)
+    assert found == [(5, 20, "PORT401")]
+    assert silenced_at(silenced, probe(source)) == {"world-size"}
 
 
 GPU_FIXTURE = (

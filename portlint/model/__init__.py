@@ -60,7 +60,10 @@ class ModuleText:
         self.autouse = tuple(autouse)  # (the module's fixtures that every test of it takes)
         # The module's names that a function rebinds (`global HAVE_CUPY`): set there too.
         self.rebound = frozenset(
-            name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names
+            name
+            for node in (ast.walk(tree) if "global " in source else ())
+            if isinstance(node, ast.Global)
+            for name in node.names
         )
         self.kernels = frozenset(  # (Triton's)
             node.name for node in tree.body if isinstance(node, ast.FunctionDef) and is_kernel(node)

@@ -162,8 +162,10 @@ class Expressions:
         ``torch.amp.GradScaler("cuda")`` ``else: torch.cuda.amp.GradScaler()``), the one that
         names CUDA where the other does not is the fallback for another release: the other
         arm is where the code already moved on."""
+        if not asks_torch_release(test):
+            return [None] * len(arms)
         uses = [names_cuda_api(arm) for arm in arms]
-        if uses.count(True) != 1 or not asks_torch_release(test):
+        if uses.count(True) != 1:
             return [None] * len(arms)
         why = f"the arm for another torch release of `{self.segment(test)}`"
         return [Evidence("torch-release", why, test.lineno) if use else None for use in uses]

@@ -385,6 +385,10 @@ class Flow(Names, Expressions):
         constructed = None
         if place is None and evidence is not None and evidence.kind == "constructor":
             constructed, evidence = evidence, None  # (its methods but the set-up: below)
+        elif place is None and evidence is not None and evidence.kind == "world-size":
+            for statement in node.body:  # (but the count: the harness could count any device)
+                if not statement.lineno <= evidence.line <= (statement.end_lineno or 0):
+                    self.mark_node(statement, evidence)
         elif place is None and evidence is not None:
             self.mark_node(node, evidence)
         self.classes.append(node.name)

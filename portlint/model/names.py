@@ -67,6 +67,8 @@ class Names:
                 name, scope = f"self.{target.attr}", self.owner[1]  # type: ignore[attr-defined]
             if name is None:
                 continue
+            if isinstance(value, ast.Constant) and not value.value and scope.lookup(name):
+                continue  # (a flag lowered to False still holds only where it held)
             scope.meanings.pop(name, None)
             scope.flags.pop(name, None)
             if name in self.rebound:  # (a function sets it too, wherever it runs)

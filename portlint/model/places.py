@@ -231,6 +231,8 @@ def asks_torch_release(test: ast.expr) -> bool:
                 return True
             found.update(words(node.id))
         elif isinstance(node, ast.Attribute):
+            if dotted(node) in ("torch.version.hip", "torch.version.cuda"):
+                return False  # (a test of the build's vendor, not of the release)
             found.update(words(node.attr))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             found.update(words(node.value))
