@@ -2,9 +2,10 @@
 (docs/precision.md): the findings of kind callers, rebinds or checks in the JSON output of
 ``portlint check PACKAGE --no-cache --show-silenced --output-format json``.
 
-    python scripts/audit_losses_sample.py SILENCED.json PROJECT_FOLDER [N]
+    python scripts/audit_losses_sample.py SILENCED.json PROJECT_FOLDER [N] [KINDS]
 
-``N`` (default 20) are drawn with ``random.Random(20261201)`` from the findings sorted by path,
+``KINDS`` is a comma-separated list of silencing kinds, or ``all`` (a held-out round reads a
+sample of every silenced finding). ``N`` (default 20) are drawn with ``random.Random(20261201)`` from the findings sorted by path,
 line, column and code, and printed as the rows of a markdown table to fill in.
 """
 
@@ -24,6 +25,7 @@ INDEX_KINDS = {"callers", "rebinds", "checks"}
 def main() -> int:
     path, root = sys.argv[1], sys.argv[2]
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 20
+    kinds = sys.argv[4].split(",") if len(sys.argv) > 4 else sorted(INDEX_KINDS)
     findings = json.loads(Path(path).read_text())
     rows = sorted(
         (
@@ -31,9 +33,11 @@ def main() -> int:
             f["code"], f["silenced"]["kind"], f["silenced"]["why"],
         )
         for f in findings
-        if f.get("silenced", {}).get("kind") in INDEX_KINDS and f["code"][:5] in ("PORT1", "PORT4")
+        if "silenced" in f
+        and (kinds == ["all"] or f["silenced"]["kind"] in kinds)
+        and f["code"][:5] in ("PORT1", "PORT4")
     )  # fmt: skip
-    print(f"<!-- {len(rows)} findings silenced with kind callers/rebinds/checks; seed {SEED} -->")
+    print(f"<!-- {len(rows)} findings silenced with kind {'/'.join(kinds)}; seed {SEED} -->")
     print(f"<!-- by kind: {dict(Counter(row[4] for row in rows))} -->")
     sample = random.Random(SEED).sample(rows, min(n, len(rows)))
     for i, (file, line, col, code, kind, why) in enumerate(sample, 1):

@@ -47,7 +47,7 @@ PACKAGES = {
     "open-clip-torch": "open_clip", "pyannote-audio": "pyannote", "flagembedding": "FlagEmbedding",
     "deepspeed-mii": "mii", "pytorch-ignite": "ignite", "fairchem-core": "fairchem",
     "mace-torch": "mace", "optimum-habana": "optimum", "liger-kernel": "liger_kernel",
-    "vllm-omni": "vllm_omni",
+    "vllm-omni": "vllm_omni", "flash-linear-attention": "fla", "lmms-eval": "lmms_eval",
 }  # fmt: skip
 PLATFORMS = ["manylinux2014_x86_64", *(f"manylinux_2_{n}_x86_64" for n in range(17, 41))]
 
@@ -104,6 +104,8 @@ def fetch(requirement: str, dest: Path) -> Path:
         with tempfile.TemporaryDirectory() as work:
             archive = _download(requirement, Path(work))
             _python_files(archive, package, folder)
+        if not folder.exists():
+            sys.exit(f"fetch_corpus: {archive.name} has no package {package!r}; add it to PACKAGES")
         (folder / ".complete").touch()
     return folder / package
 
