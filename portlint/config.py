@@ -187,7 +187,7 @@ def load_settings(config_path: Path | None, overrides: Overrides, cwd: Path) -> 
         target_torch_version=_target_torch_version(overrides, table, document, where),
         ignore_noqa=overrides.ignore_noqa,
         partial_parse=overrides.partial_parse,
-        platform_model=table.get("platform-model", "guards"),
+        platform_model=table.get("platform-model", "flow"),
     )
 
 

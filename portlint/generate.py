@@ -172,9 +172,10 @@ def model_page_text() -> str:
         "that module's model says (`imported`). A name alone (a module, class or function "
         "named for CUDA) is never evidence.",
         "",
-        'Set `platform-model = "flow"` in `[tool.portlint]` (or pass `--config '
-        "'platform-model = \"flow\"'`) to use it; `--show-silenced` names the kind below that "
-        "silenced each finding.",
+        "It is how portlint decides where code runs. `--show-silenced` names the kind below "
+        "that silenced each finding; `platform-inferences = []` in `[tool.portlint]` turns the "
+        "model off (every finding as the rules find it), and `guard-functions` and "
+        "`extend-cuda-only-imports` extend it.",
         "",
         "## Conditions",
         "",
@@ -208,7 +209,10 @@ def model_page_text() -> str:
         'the `else`). Of the two arms of a test of the torch release (`is_torch_version(">=", '
         '"2.3")`, `TORCH_2_4`, `hasattr(torch, "accelerator")`), the one that names CUDA '
         "where the other does not is the fallback for another release (`torch-release`): the "
-        "other arm is where the code moved on.",
+        "other arm is where the code moved on. What follows `or` after a question of "
+        "`torch.accelerator` runs only where there is no accelerator at all, so no other "
+        "accelerator reaches it (`no-accelerator`: `torch.accelerator.current_accelerator() or "
+        'torch.device("cuda")`).',
         "",
         "A name another module of the project binds (a flag, a function that answers a test "
         "of CUDA, a skip marker), imported by name, counts where that module says so: what "

@@ -38,7 +38,7 @@ class Settings:
     partial_parse: bool = True
     # Which account of where code runs silences the device rules: "guards" (the guard analysis,
     # portlint.analysis.guards) or "flow" (the platform model, portlint.model).
-    platform_model: str = "guards"
+    platform_model: str = "flow"
 
     @property
     def flow(self) -> bool:

@@ -264,6 +264,8 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
     context = FileContext(job.path, settings, fix_edits=job.fix_edits)
     visitors: list[cst.BatchableCSTVisitor] = [rule(context) for rule in rules]
     guardable = {rule.code for rule in rules if rule.guardable}
+    if settings.flow and not settings.platform_inferences:
+        guardable = set()  # (`platform-inferences = []`: every finding as the rules find it)
     if not guardable:
         wrapper.visit_batched(visitors)
         positions = wrapper.resolve(PositionProvider)

@@ -86,37 +86,37 @@ def test_partial_parsing_keeps_the_units_that_use_a_triggering_import():
     assert [(v.line, v.code) for v in found] == [(len(source.splitlines()), "PORT408")]
 
 
-def test_partial_parsing_keeps_the_callers_the_guard_analysis_counts():
+def test_partial_parsing_keeps_the_callers_the_model_counts():
     """A kept method's callers are ``self.m``/``cls.m`` in its class and ``C.m`` anywhere (as the
-    guard analysis counts them); another class's ``x.forward()`` is no caller of ``A.forward``."""
+    platform model counts them, for a private method); another class's ``x._forward()`` is no caller of ``A._forward``."""
     filler = "".join(f"        y = y + {i}\n" for i in range(5))
     source = (
         "import torch\n\n\nclass A:\n"
-        "    def forward(self):\n        torch.cuda.synchronize()\n\n"
-        "    def run(self, y):\n" + filler + "        return self.forward()\n\n\n"
+        "    def _forward(self):\n        torch.cuda.synchronize()\n\n"
+        "    def run(self, y):\n" + filler + "        return self._forward()\n\n\n"
         "class B:\n"
-        "    def step(self, x, y):\n" + filler + "        return x.forward()\n\n"
-        "    def call(self, y):\n" + filler + "        return A.forward(y)\n"
+        "    def step(self, x, y):\n" + filler + "        return x._forward()\n\n"
+        "    def call(self, y):\n" + filler + "        return A._forward(y)\n"
     )
     kept = [line.strip() for line in cut_of(source, "PORT401").text.splitlines()]
-    assert "return self.forward()" in kept and "return A.forward(y)" in kept
-    assert "return x.forward()" not in kept
+    assert "return self._forward()" in kept and "return A._forward(y)" in kept
+    assert "return x._forward()" not in kept
     # Guarded only through its callers: all of them must be in the cut, and are.
     guarded = source.replace(
-        "        return self.forward()", "        if current_platform.is_cuda():\n"
-        "            return self.forward()"
-    ).replace("        return A.forward(y)", "        assert current_platform.is_cuda()\n"
-              "        return A.forward(y)")  # fmt: skip
+        "        return self._forward()", "        if current_platform.is_cuda():\n"
+        "            return self._forward()"
+    ).replace("        return A._forward(y)", "        assert current_platform.is_cuda()\n"
+              "        return A._forward(y)")  # fmt: skip
     cuda_api = CUDA_API
     settings = Settings(select=cuda_api)
     whole = Settings(select=cuda_api, partial_parse=False)
     assert lint_source("m.py", guarded, settings, fix_edits=False) == []
     assert lint_source("m.py", guarded, whole, fix_edits=False) == []
     assert [v.line for v in lint_source("m.py", source, settings, fix_edits=False)] == [6]
-    # One caller guarded, `A.forward(y)` not: still reported, which needs that caller in the cut.
+    # One caller guarded, `A._forward(y)` not: still reported, which needs that caller in the cut.
     half = source.replace(
-        "        return self.forward()",
-        "        if current_platform.is_cuda():\n            return self.forward()",
+        "        return self._forward()",
+        "        if current_platform.is_cuda():\n            return self._forward()",
     )
     assert [v.line for v in lint_source("m.py", half, settings, fix_edits=False)] == [6]
     assert [v.line for v in lint_source("m.py", half, whole, fix_edits=False)] == [6]
@@ -210,8 +210,8 @@ def test_a_guarded_function_covers_its_body_not_its_decorators():
     source = (
         "import torch\n\n\n"
         "@register(torch.cuda.current_device())\n"
-        "def warm():\n    torch.cuda.synchronize()\n\n\n"
-        "def run():\n    if torch.version.cuda is not None:\n        warm()\n"
+        "def _warm():\n    torch.cuda.synchronize()\n\n\n"
+        "def run():\n    if torch.version.cuda is not None:\n        _warm()\n"
     )
     settings = Settings(select=CUDA_API)
     found = lint_source("m.py", source, settings, fix_edits=False)

@@ -151,7 +151,7 @@ def _reported(root: Path) -> list[str]:
 
 def test_with_no_configuration_the_conventions_silence_and_a_configuration_extends_them(tmp_path):
     _write(tmp_path)
-    assert _reported(tmp_path) == ["mine.py", "waived.py"]
+    assert _reported(tmp_path) == ["mine.py", "named.py", "waived.py"]  # (a name is no evidence)
     _write(
         tmp_path,
         """
@@ -160,12 +160,14 @@ def test_with_no_configuration_the_conventions_silence_and_a_configuration_exten
         extend-noqa-markers = ["# vendor-sanctioned"]
         """,
     )
-    assert _reported(tmp_path) == []
+    assert _reported(tmp_path) == ["named.py"]
 
 
-def test_each_inference_can_be_switched_off(tmp_path):
+def test_waivers_and_the_whole_model_can_be_switched_off(tmp_path):
+    """With the platform model, ``platform-inferences`` keeps the waiving comments where it
+    names ``waivers``; ``[]`` reports every finding as the rules find it."""
     _write(tmp_path, '[tool.portlint]\nplatform-inferences = ["names"]\n')
-    assert _reported(tmp_path) == ["commented.py", "fast.py", "mine.py", "waived.py"]
+    assert _reported(tmp_path) == ["commented.py", "mine.py", "named.py", "waived.py"]
     _write(tmp_path, "[tool.portlint]\nplatform-inferences = []\ncuda-only-imports = []\n")
     assert _reported(tmp_path) == ["commented.py", "fast.py", "mine.py", "named.py", "waived.py"]
 
@@ -199,29 +201,26 @@ def test_show_silenced_gives_each_silenced_finding_its_reason_and_line(tmp_path)
     assert result.returncode == 1  # mine.py still has its finding
     lines = result.stdout.splitlines()
     assert lines[0].startswith("pkg/mine.py:6:5: PORT401")
-    assert lines[1] == "Silenced (4), with the reason and the line that gives it:"
-    assert lines[2].startswith("pkg/commented.py:2:1: PORT401") and lines[3] == (
+    assert lines[1].startswith("pkg/named.py:5:5: PORT401")  # (a name is no evidence)
+    assert lines[2] == "Silenced (3), with the reason and the line that gives it:"
+    assert lines[3].startswith("pkg/commented.py:2:1: PORT401") and lines[4] == (
         "    waiver: the line's comment `#ignore-cuda` waives CUDA (line 2)"
     )
-    lines[2:4] = []
-    assert lines[2].startswith("pkg/fast.py:6:5: PORT401") and lines[3] == (
-        "    imports: the module imports `flashinfer`, which exists only for NVIDIA or AMD GPUs "
+    assert lines[5].startswith("pkg/fast.py:6:5: PORT401") and lines[6] == (
+        "    library-import: `flashinfer` is imported, which exists only for NVIDIA or AMD GPUs "
         "(line 1)"
     )
-    assert lines[4].startswith("pkg/named.py:5:5: PORT401") and lines[5] == (
-        "    names: function `step_cuda` is named for CUDA or ROCm (line 4)"
-    )
-    assert lines[6].startswith("pkg/waived.py:2:1: PORT401") and lines[7] == (
+    assert lines[7].startswith("pkg/waived.py:2:1: PORT401") and lines[8] == (
         "    waiver: the line is marked `# vendor-sanctioned` (extend-noqa-markers) (line 2)"
     )
-    assert lines[8] == "By kind: waiver 2, imports 1, names 1"
+    assert lines[9] == "By kind: waiver 2, library-import 1"
     as_json = run_cli("check", "pkg", "--show-silenced", "--output-format", "json", cwd=tmp_path)
     items = json.loads(as_json.stdout)
     assert [i.get("silenced", {}).get("kind") for i in items] == [
         None,
+        None,
         "waiver",
-        "imports",
-        "names",
+        "library-import",
         "waiver",
     ]
     refused = run_cli("check", "pkg", "--show-silenced", "--output-format", "junit", cwd=tmp_path)
@@ -284,9 +283,8 @@ def test_what_follows_a_use_of_a_cuda_only_library_in_its_block_runs_only_there(
     )
     found = [(i["location"]["row"], i.get("silenced")) for i in json.loads(result.stdout)]
     why = {
-        "kind": "imports",
-        "why": "its block first uses `smp`, of `smdistributed`, which exists only for NVIDIA or "
-        "AMD GPUs",
+        "kind": "library-use",
+        "why": "`smp` of `smdistributed` is used, which exists only for NVIDIA or AMD GPUs",
         "line": 11,
     }
     assert found == [(13, None), (11, why), (12, why)]
@@ -303,6 +301,5 @@ def test_a_guard_on_a_value_made_only_on_cuda_says_which_value(tmp_path):
     result = run_cli("check", "pkg", "--no-cache", "--show-silenced", cwd=tmp_path)
     lines = result.stdout.splitlines()
     assert lines[lines.index(next(x for x in lines if x.startswith("pkg/block.py:11:13"))) + 1] == (
-        "    guard: `if self.side is not None:`, where `self.side` holds something only on CUDA "
-        "(else None or False) (line 10)"
+        "    none-test: `self.side` is made only under `is_cuda()` (line 7)"
     )

@@ -23,9 +23,14 @@ NOT_USED = {
 
 def not_used(
     node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]
-) -> tuple[str, str, cst.Call] | None:
+) -> tuple[str, str, cst.CSTNode] | None:
     """The kind and why (``{code}``: the call's code) where ``node`` is, or is part of, the
-    argument of a call that does not use it (:data:`NOT_USED`), and that call."""
+    argument of a call that does not use it (:data:`NOT_USED`), and that call; or where it is
+    the original that a patch keeps (``saved = torch.cuda.Event`` before ``torch.cuda.Event =
+    ...`` in the same block), and that statement."""
+    saved = _kept_for_patch(node, parents)
+    if saved is not None:
+        return "patch", "the original kept by a patch of it: `{code}`", saved
     child, current = node, parents.get(node)
     while current is not None and not isinstance(current, (cst.Arg, cst.BaseStatement)):
         child, current = current, parents.get(current)
@@ -41,4 +46,27 @@ def not_used(
     positional = [a for a in call.args if a.keyword is None and not a.star]
     if len(positional) > index and positional[index] is current and child is not None:
         return kind, why, call
+    return None
+
+
+def _kept_for_patch(
+    node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]
+) -> cst.CSTNode | None:
+    """The assignment ``saved = torch.cuda.X`` of ``node`` (``torch.cuda.X``) where a statement
+    of the same block assigns ``torch.cuda.X`` itself."""
+    assign = parents.get(node)
+    if not (isinstance(assign, cst.Assign) and assign.value is node):
+        return None
+    line = parents.get(assign)
+    block = parents.get(line) if line is not None else None
+    name = dotted_name(node)
+    if name is None or not isinstance(block, (cst.Module, cst.IndentedBlock)):
+        return None
+    for statement in block.body:
+        small_statements = statement.body if isinstance(statement, cst.SimpleStatementLine) else ()
+        for small in small_statements:
+            if isinstance(small, cst.Assign) and any(
+                dotted_name(t.target) == name for t in small.targets
+            ):
+                return line
     return None

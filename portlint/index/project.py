@@ -528,17 +528,22 @@ class Project:
         CUDA-only library, the answers to the model's pending evidence, the functions, classes
         and modules whose every use the model places in CUDA-only code, and the rebinds of
         ``torch.cuda`` attributes."""
+        if self.settings.flow and not self.settings.platform_inferences:
+            return refine(self, violations)
         if self.settings.flow:
-            kept = []
+            kept, quiet = [], []
             for violation in violations:
                 reason = self.imported_here(violation.path, violation)
                 reason = reason or self.answered_here(violation.path, violation)
                 reason = reason or self.confined_here(violation.path, violation)
                 reason = reason or self.rebound_here(violation.path, violation)
+                reason = reason or self._requests_cuda_fixture(violation.path, violation)
                 if reason is None:
                     kept.append(violation)
-                elif silenced is not None:
-                    silenced.append(reason)
+                else:
+                    quiet.append(reason)
+            if silenced is not None:
+                silenced.extend(quiet)
             return refine(self, kept)
         return refine(self, self.silence_all(violations, silenced))
 
@@ -702,7 +707,7 @@ class Project:
         """Where ``violation`` is in a test (or fixture) that requests a pytest fixture which
         stops the test unless on CUDA (it skips, fails or raises there before it gives anything),
         itself or through the fixtures it requests."""
-        if not self.tests:
+        if not self.tests or violation.code not in GUARDABLE or path not in self.facts:
             return None
         for first, last, names in self.facts[path].get("fixture_requests", ()):
             if first <= violation.line <= last:
@@ -850,7 +855,8 @@ def join_shape(facts: dict[str, Any]) -> str:
             for places in facts.get("placed", ())
         ],
         facts.get("confined") is not None,
-        sorted(facts.get("platform", {}).items()),  # (what the places that wait for it are told)
+        # (what the places that wait for it are told, less the lines of its evidence)
+        sorted([name, answer[:2]] for name, answer in facts.get("platform", {}).items()),
         [row[0] for row in facts["top_imports"]],
         [[attribute, device] for attribute, _, device in facts["rebinds"]],
     ]

@@ -7,7 +7,7 @@ table of recognisers (:mod:`portlint.model.recognisers`), and the summaries of t
 functions (cannot return unless on CUDA, answers a test of CUDA, used only in CUDA-only code),
 taken to a fixpoint by passing again while a pass learns something new. The device, API and
 stream rules ask it through :meth:`PlatformModel.where`; it is switched on by the setting
-``platform-model = "flow"`` (the default is still the guard analysis it replaces).
+``platform-model = "flow"``, the default (``"guards"``: the guard analysis it replaces).
 """
 
 from __future__ import annotations
@@ -185,12 +185,14 @@ class PlatformModel:
             if learnt == _learnt(summaries):
                 break
             summaries = flow.summaries
+            flow.conditions = None  # type: ignore[assignment]  # (its callbacks: a cycle)
         self.regions: list[Region] = flow.regions
         self.pending: list[Region] = flow.pending
         self.checks: list[Check] = list(flow.checks)
-        self._flow = flow
         self.needed: frozenset[int] = frozenset(flow.needed)
         self.implied: dict[int, frozenset] = flow.implied
+        self._exports = _exports(flow)
+        flow.conditions = None  # type: ignore[assignment]  # (so the walk holds no cycle)
 
     def _point(self, line: int, column: int) -> tuple[int, int]:
         """A finding's position (1-based, columns in characters) as ``ast`` counts it."""
@@ -231,31 +233,7 @@ class PlatformModel:
         for a function that gives a true value only on CUDA; ``["marker", why, line]`` for a
         skip marker unless CUDA; ``["requires", why, line]`` for a function that cannot return
         unless on CUDA."""
-        flow, found = self._flow, {}
-        scope = flow.scope  # (the module's, once the walk is done)
-        for name, made in scope.made.items():
-            if isinstance(made, Evidence):
-                found[name] = ["test", f"`{name}` is made only under {made.why}", made.line]
-        for name, flag in scope.flags.items():
-            evidence = flag.meaning.if_true
-            if evidence is not None and not is_pending(evidence):
-                found[name] = [
-                    "test",
-                    f"`{name}` holds only under {evidence.why}",
-                    flag.value.lineno,
-                ]
-        for kind, table in (
-            ("test", flow.summaries.predicates),
-            ("requires", flow.summaries.requires),
-        ):
-            for name, evidence in table.items():
-                if "." not in name:  # (a function of the module, not a method)
-                    found[name] = [kind, evidence.why, evidence.line]
-        for name in flow.recognisers.markers:
-            evidence = flow.recognisers.marker(ast.Name(name), flow)
-            if evidence is not None and not is_pending(evidence):
-                found[name] = ["marker", evidence.why, evidence.line]
-        return found
+        return self._exports
 
     def whole(self) -> list | None:
         """Why the whole module runs only on CUDA (``[kind, why, line]``), where it does: it
@@ -307,3 +285,32 @@ class PlatformModel:
 def _learnt(summaries: Summaries) -> tuple:
     confined = frozenset(name for name, uses in summaries.uses.items() if uses and None not in uses)
     return frozenset(summaries.requires), frozenset(summaries.predicates), confined
+
+
+def _exports(flow: Flow) -> dict[str, list]:
+    """What :meth:`PlatformModel.exports` gives, from the finished walk."""
+    found: dict[str, list] = {}
+    scope = flow.scope  # (the module's, once the walk is done)
+    for name, made in scope.made.items():
+        if isinstance(made, Evidence):
+            found[name] = ["test", f"`{name}` is made only under {made.why}", made.line]
+    for name, flag in scope.flags.items():
+        evidence = flag.meaning.if_true
+        if evidence is not None and not is_pending(evidence):
+            found[name] = [
+                "test",
+                f"`{name}` holds only under {evidence.why}",
+                flag.value.lineno,
+            ]
+    for kind, table in (
+        ("test", flow.summaries.predicates),
+        ("requires", flow.summaries.requires),
+    ):
+        for name, evidence in table.items():
+            if "." not in name:  # (a function of the module, not a method)
+                found[name] = [kind, evidence.why, evidence.line]
+    for name in flow.recognisers.markers:
+        evidence = flow.recognisers.marker(ast.Name(name), flow)
+        if evidence is not None and not is_pending(evidence):
+            found[name] = ["marker", evidence.why, evidence.line]
+    return found

@@ -87,6 +87,8 @@ class Expressions:
                 held = None if condition else self.scope.flag(f"self.{current.attr}")
                 if held is not None and isinstance(current.ctx, ast.Load):
                     held.reads.append(None)  # (`nprocs=self.world`: read as data)
+            elif isinstance(current, ast.Attribute) and isinstance(current.value, ast.Name):
+                self._use(f"{current.value.id}.{current.attr}", here)  # (`A._forward(y)`)
             elif isinstance(current, (ast.Yield, ast.YieldFrom)):
                 self.yielded = self.yielded if self.generator else here  # (where it first gives)
                 self.generator = True
@@ -195,7 +197,16 @@ class Expressions:
 
     def _boolean(self, node: ast.BoolOp, checks: bool) -> dict[int, Evidence]:
         """``a and b``: ``b`` runs only where ``a`` holds; ``a or b``: only where it fails;
-        ``a`` is then a check, where ``checks``."""
+        ``a`` is then a check, where ``checks``. What follows ``or`` after a question of
+        ``torch.accelerator`` runs only where there is no accelerator at all (``no-accelerator``:
+        ``torch.accelerator.current_accelerator() or torch.device("cuda")``)."""
+        first = node.values[0]
+        asks = isinstance(first, ast.Call) and dotted(first.func) in ACCELERATOR_QUERIES
+        if isinstance(node.op, ast.Or) and asks:
+            why = f"`{self.segment(first)}` found no accelerator"
+            found = Evidence("no-accelerator", why, first.lineno)
+            self.mark(span(node.values[1])[0], span(node)[1], found)
+            return {id(value): found for value in node.values[1:]}
         for index in range(1, len(node.values)):
             before = node.values[0]
             if index > 1:  # (the tests before this one, as one, placed where they are)
@@ -277,6 +288,11 @@ class Expressions:
 
     def _use(self, name: str, place: Evidence | None) -> None:
         self.summaries.uses.setdefault(name, []).append(place.line if place else None)
+
+
+ACCELERATOR_QUERIES = frozenset(
+    {"torch.accelerator.current_accelerator", "torch.accelerator.is_available"}
+)
 
 
 def _conditions_in(node: ast.AST) -> list[tuple[ast.AST, bool]]:

@@ -39,6 +39,7 @@ from portlint.model.places import (
     asks_another_device,
     asks_tensor,
     block_span,
+    checks_value,
     devices_named,
     does_otherwise,
     falls_back_to_cpu,
@@ -133,7 +134,11 @@ class Flow(Names, Expressions):
         )
         if requires_it(other_arm) and launches(cuda_arm or self.rest, self.kernels):
             otherwise = False  # (a requirement of CUDA before a Triton kernel, which XPU runs)
-        fallback = falls_back_to_cpu(cuda_arm, other_arm) and not self.beside
+        fallback = (  # (a requirement that picks CUDA by name is still a requirement)
+            falls_back_to_cpu(cuda_arm, other_arm)
+            and not self.beside
+            and not requires_it(other_arm)
+        )
         read = None if fallback else (decided.line, otherwise)
         for node in walk(test):
             if isinstance(node, ast.Name):
@@ -195,6 +200,8 @@ class Flow(Names, Expressions):
             if after is not None and place is None:
                 if after.kind == "library-use":  # (its own statement fails off CUDA there too)
                     self.mark_node(statement, after)
+                if index and checks_value(statement, body[index - 1]):
+                    self.mark_node(body[index - 1], after)  # (made to be checked, loudly)
                 rest = body[index + 1 :]
                 if whole and after.kind == "library-import":
                     self.mark(span(body[0])[0], END, after)
@@ -256,7 +263,7 @@ class Flow(Names, Expressions):
         chain, self.chain = [*self.chain, node.test], []  # (the tests of its `elif` chain)
         rest = self.rest  # (what follows it in its block)
         other = node.orelse
-        if not other and asks_tensor(node.test) and may_leave(node.body):
+        if not other and may_leave(node.body) and (asks_tensor(node.test) or requires_it(rest)):
             other = rest
         beside = self.beside  # (a test after others of other devices: an arm of a dispatch)
         self.beside = beside or bool(devices_named(chain[:-1], apple=False))
@@ -333,14 +340,20 @@ class Flow(Names, Expressions):
         taken = evidence if place is None else None
         if evidence is None and self.classes and self.constructed and node.name not in SET_UP:
             evidence = self.constructed  # (an instance exists only where its set-up returned)
-        if place is None and evidence is not None:
-            self.mark_node(node, evidence)
+        if place is None and evidence is not None:  # (its decorators run where it is defined)
+            self.mark((node.lineno, node.col_offset), span(node)[1], evidence)
         required = self.previous.requires.get(name) if place is None else None
-        for default in [*node.args.defaults, *node.args.kw_defaults]:
+        arguments = [*node.args.posonlyargs, *node.args.args]
+        positional = arguments[len(arguments) - len(node.args.defaults) :]
+        for argument, default in zip(
+            [*positional, *node.args.kwonlyargs],
+            [*node.args.defaults, *node.args.kw_defaults],
+            strict=True,
+        ):
             if default is not None:
                 self.expressions(default, place)
-                if required is not None:  # (read only by a call that cannot return off CUDA)
-                    self.mark_node(default, required)
+                if required is not None and _read_after(node, argument.arg, required.line):
+                    self.mark_node(default, required)  # (read only once CUDA was required)
         outer, self.scope = self.scope, Scope(self.scope)
         parameters = self.parameters
         self.parameters = parameters | {
@@ -416,3 +429,18 @@ def _exit(evidence: Evidence | None) -> Evidence | None:
     if evidence is None or is_pending(evidence):
         return evidence
     return Evidence("exit", f"an exit unless {evidence.why}", evidence.line)
+
+
+def _read_after(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, line: int) -> bool:
+    """Whether ``function`` reads ``name`` only after ``line`` (its requirement of CUDA), or the
+    requirement is its first statement (``assert device.startswith("cuda")``, then the rest)."""
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # (a docstring)
+    reads = [
+        node.lineno
+        for statement in body
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+    ]
+    return min(reads, default=line + 1) > line or bool(body and body[0].lineno == line)

@@ -398,3 +398,19 @@ def ranged(iterable: ast.expr) -> bool:
         and dotted(iterable.func) == "range"
         and len(iterable.args) in (1, 2)
     )
+
+
+def checks_value(requirement: ast.stmt, previous: ast.stmt) -> bool:
+    """Whether ``requirement`` (``assert``, or ``if ...: raise``) tests a name that the statement
+    right before it binds: the value was made to be checked, and off CUDA the run stops there."""
+    if isinstance(requirement, ast.Assert) or (
+        isinstance(requirement, ast.If) and requires_it(requirement.body)
+    ):
+        test = requirement.test
+    else:
+        return False
+    if not isinstance(previous, (ast.Assign, ast.AnnAssign)):
+        return False
+    targets = previous.targets if isinstance(previous, ast.Assign) else [previous.target]
+    bound = {t.id for t in targets if isinstance(t, ast.Name)}
+    return any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(test))

@@ -5,6 +5,7 @@ sequel, the whole module)."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from portlint.facts import (
@@ -39,7 +40,9 @@ DEVICE_TYPES = frozenset({"device_types", "devicetypes", "only_for", "platform"}
 # The attributes by which a platform class gives its device's name or type.
 DEVICE_ATTRIBUTES = frozenset({"device_name", "device_type", "dispatch_key", "_name"})
 # The attributes by which a class (an operator's) names the devices it supports.
-DEVICE_SETS = frozenset({"supported_devices", "device_types", "devices"})
+DEVICE_SETS = frozenset({"supported_devices", "supports_devices", "device_types", "devices"})
+# What a class of no base declares only where its name says so (`devices = ["cuda"]`: a default).
+SUPPORTS = re.compile(r"(?i)support")
 DISPATCHED = ("cuda", "hip", "rocm")
 SIBLINGS = ("native", "cpu", *sorted(OTHER_DEVICES))
 # torch's distributed test cases: a process per rank of `world_size`, none where it is 0.
@@ -84,7 +87,7 @@ class Recognisers:
         answer waits for another module marks a pending region of its own, and the next is
         asked)."""
         for decorator in node.decorator_list:
-            found = self.marker(decorator, flow) or self._registered(decorator)
+            found = self._registered(decorator) or self.marker(decorator, flow)
             if is_pending(found):
                 flow.mark_node(node, found)
             elif found is not None:
@@ -141,7 +144,7 @@ class Recognisers:
 
     def _platform(self, node: ast.ClassDef) -> Evidence | None:
         """A class of a platform layer declared for CUDA or ROCm (the ``platform-class`` row)."""
-        if not node.bases or any(map(_declares_fields, node.decorator_list)):
+        if any(map(_declares_fields, node.decorator_list)):
             return None  # (a dataclass's field has a default)
         for base in node.bases:
             if isinstance(base, ast.Name) and base.id in self.platforms:
@@ -152,7 +155,7 @@ class Recognisers:
             enum = isinstance(value, ast.Attribute) and value.attr in ENUM_MEMBERS
             device = name in DEVICE_ATTRIBUTES and _device_string(value)
             device = device or (name.lower() in DEVICE_SETS and names_only_cuda(value))
-            if enum or device:
+            if (enum or device) and (node.bases or SUPPORTS.search(name)):  # (else a default)
                 self.platforms.add(node.name)
                 said = f"{name} = {ast.unparse(value)}"
                 why = f"`{node.name}` is a platform class declared for CUDA or ROCm: `{said}`"
@@ -264,7 +267,11 @@ class Recognisers:
         if not (device in DISPATCHED and flow.siblings):
             return None
         prefix = f"{stem}_" if stem else ""  # (`forward_cuda`; `cuda` beside `npu`, `xpu`)
-        others = [prefix + o for o in SIBLINGS if prefix + o in flow.siblings[-1] and o != "native"]
+        others = [
+            prefix + o
+            for o in SIBLINGS
+            if prefix + o in flow.siblings[-1] and o != "native" and (stem or o != "cpu")
+        ]  # (`cuda()` beside `cpu()` moves a module, as torch's do: no dispatch)
         if stem and f"{stem}_native" in flow.siblings[-1]:
             others.insert(0, f"{stem}_native")
         if not others:
