@@ -15,24 +15,15 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import BatchableMetadataProvider, MetadataWrapper, ProviderT
 
-from portlint.analysis.cuda_values import cuda_only_values, guarded_imports, library_loaders
-from portlint.analysis.guards import GuardAnalysis, Silence
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.positions import PositionProvider
-from portlint.analysis.silencing import silence, silence_where
+from portlint.analysis.silencing import silence_where
 from portlint.analysis.walk import Walk
 from portlint.bounds import TOO_LARGE, python_verdict, too_deep
 from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
 from portlint.fix import FixMaker
-from portlint.index.reading import cuda_questions
 from portlint.model import module_model
-from portlint.platform import (
-    ModulePlatform,
-    foreign_libraries,
-    library_bindings,
-    module_platform,
-)
 from portlint.registry import all_rules
 from portlint.rule import FileContext, Report, Rule
 from portlint.rules.port001_unused_noqa import UnusedNoqa
@@ -63,11 +54,10 @@ def lint_parsed(
     or one past portlint's bounds, gets that one diagnostic (a file without any trigger of an
     enabled rule is not parsed at all, so a syntax error there goes unreported). A rule runs only
     where the file's code shows its evidence (:func:`shows_evidence`), with partial parsing or
-    without; a file where no rule can report is not parsed by LibCST either way. In a module
-    that runs only on CUDA as a whole (``portlint.platform.module_platform``) the device rules do
-    not run at all, unless ``silenced`` asks what they would have said. ``speedups``: the
-    process-wide shortcuts of :mod:`portlint.speed.process`. ``silenced``, where given, gets the
-    findings that the code's account of its platform silenced, with the reasons. ``tree``:
+    without; a file where no rule can report is not parsed by LibCST either way. The platform
+    model (:mod:`portlint.model`) silences the device rules' findings in code that runs only on
+    CUDA. ``speedups``: the process-wide shortcuts of :mod:`portlint.speed.process`.
+    ``silenced``, where given, gets the findings that the model silenced, with the reasons. ``tree``:
     Python's verdict on ``source`` (:func:`portlint.bounds.python_verdict`), where the caller
     has it. ``notes``, where given, gets what the rules tell the project index
     (:attr:`FileContext.notes`, nodes given as positions). ``parts``: the parts of this file
@@ -81,17 +71,9 @@ def lint_parsed(
         evidence: shows_evidence(source, evidence) for evidence in {rule.evidence for rule in rules}
     }
     visiting = [rule for rule in rules if rule is not UnusedNoqa and shown[rule.evidence]]
-    module = None
-    if any(rule.guardable for rule in visiting) and not settings.flow:
-        libraries = foreign_libraries(path, settings.root, settings.cuda_only_imports)
-        module = module_platform(path, settings.root, tree, libraries, settings.platform_inferences)
-        if module is not None and silenced is None:
-            visiting = [rule for rule in visiting if not rule.guardable]
     violations: list[Violation] = []
     if visiting:
-        job = _Job(
-            path, source, tree, settings, fix_edits, speedups, silenced, module, notes, parts
-        )  # fmt: skip
+        job = _Job(path, source, tree, settings, fix_edits, speedups, silenced, notes, parts)
         try:
             violations = _violations(job, visiting)
         except RecursionError:
@@ -118,7 +100,6 @@ class _Job:
     fix_edits: bool
     speedups: bool
     silenced: list[Silenced] | None
-    module: ModulePlatform | None  # why the whole module runs only on CUDA, if it does
     notes: dict[str, list] | None  # where to give the rules' notes to the project index
     parts: Parts | None = None  # the parts of the file its last lint parsed (the editor's)
 
@@ -264,7 +245,7 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
     context = FileContext(job.path, settings, fix_edits=job.fix_edits)
     visitors: list[cst.BatchableCSTVisitor] = [rule(context) for rule in rules]
     guardable = {rule.code for rule in rules if rule.guardable}
-    if settings.flow and not settings.platform_inferences:
+    if not settings.platform_inferences:
         guardable = set()  # (`platform-inferences = []`: every finding as the rules find it)
     if not guardable:
         wrapper.visit_batched(visitors)
@@ -273,39 +254,7 @@ def _visit(job: _Job, wrapper: _Wrapper, rules: list[type[Rule]]) -> list[Violat
         fixes = _fix_maker(job, wrapper, positions)
         reports = _held_back(job, context.reports, positions)
         return [report.violation(job.path, positions, fixes) for report in reports]
-    if settings.flow:
-        return _visit_modelled(job, wrapper, visitors, context, guardable)
-    libraries = foreign_libraries(job.path, settings.root, settings.cuda_only_imports)
-    imported_on_cuda = guarded_imports(job.tree)  # (or None: held only there, as values are)
-    guards = GuardAnalysis(
-        settings.guard_functions,
-        settings.platform_inferences,
-        libraries,
-        wrapper.source,
-        cuda_questions(job.tree),
-        {
-            name: f"`{library}`, which exists only for NVIDIA or AMD GPUs"
-            for name, library in library_bindings(job.tree, libraries).items()
-        }
-        | imported_on_cuda
-        | library_loaders(job.tree, libraries),
-        cuda_only_values(job.tree, job.source, libraries) | imported_on_cuda.keys(),
-    )
-    wrapper.visit_batched([*visitors, guards])
-    positions = wrapper.resolve(PositionProvider)
-    _give_notes(job, context, positions)
-    whole = Silence(job.module.kind, job.module.why) if job.module is not None else None
-    reports = _held_back(job, context.reports, positions)
-    kept, quiet = silence(reports, guards, guardable, whole)
-    if job.silenced is not None:
-        for report, reason in quiet:
-            line = positions[reason.node].start.line if reason.node is not None else 0
-            if reason.node is None and job.module is not None:
-                line = job.module.line
-            violation = report.violation(job.path, positions)
-            job.silenced.append(Silenced(violation, reason.kind, reason.why, line))
-    fixes = _fix_maker(job, wrapper, positions)
-    return [report.violation(job.path, positions, fixes) for report in kept]
+    return _visit_modelled(job, wrapper, visitors, context, guardable)
 
 
 def _visit_modelled(

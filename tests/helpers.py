@@ -61,7 +61,6 @@ def lint_all_ways(source: str, codes: frozenset[str]) -> dict[str, tuple[list, l
     (gates on), and with no gate at all (every rule runs on the whole file). They must agree: a
     gate that hid a finding, or a cut that lost a caller or a guard, would show here."""
     from portlint import visit
-    from portlint.platform import module_platform
     from portlint.registry import all_rules
     from portlint.rules.port001_unused_noqa import UnusedNoqa
     from portlint.speed.cut import parse_ast
@@ -77,11 +76,8 @@ def lint_all_ways(source: str, codes: frozenset[str]) -> dict[str, tuple[list, l
     silenced = []
     settings = Settings(select=codes, partial_parse=False)
     tree = parse_ast(source)
-    module = module_platform(
-        "case.py", settings.root, tree, settings.cuda_only_imports, settings.platform_inferences
-    )
     notes: dict[str, list] = {}
-    job = visit._Job("case.py", source, tree, settings, False, False, silenced, module, notes)
+    job = visit._Job("case.py", source, tree, settings, False, False, silenced, notes)
     violations = judged_alone("case.py", source, settings, visit._violations(job, rules), notes)
     kept, used = apply_suppressions(violations, source)
     if UnusedNoqa.code in codes:

@@ -1026,14 +1026,16 @@ def test_what_the_model_does_not_see_yet(source):
     assert lint(source)[0] == []
 
 
-def test_a_cuda_method_beside_cpu_alone_is_a_move_not_a_dispatch():
-    """hqq's ``HQQLinear.cuda(device)`` beside ``cpu()``: its ``to()`` calls it for any device."""
+def test_a_cuda_method_the_class_calls_with_a_device_is_its_move_not_a_dispatch():
+    """hqq's ``HQQLinear.cuda(device)`` beside ``cpu()``, which its ``quantize()`` calls with
+    whatever device it was given; without that call, ``cuda`` beside ``cpu`` is torch's."""
     moves = (
         "import torch\n\n\nclass Linear:\n    def cpu(self):\n        return self\n\n"
+        "    def quantize(self):\n        self.cuda(self.device)\n\n"
         f"    def cuda(self, device):\n        {PROBE}\n        return self\n"
     )
     assert reported(lint(moves)[0], probe(moves))
-    dispatch = moves.replace("def cpu(self)", "def xpu(self)")
+    dispatch = moves.replace("self.cuda(self.device)", "self.to(self.device)")
     found, silenced = lint(dispatch)
     assert not reported(found, probe(dispatch))
     assert silenced_at(silenced, probe(dispatch)) == {"dispatch-method"}

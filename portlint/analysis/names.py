@@ -128,3 +128,15 @@ def is_cuda_device_literal(node: cst.BaseExpression) -> bool:
             return CUDA_DEVICE_STRING.fullmatch(first.value) is not None
         return first.value == "cuda:"
     return False
+
+
+_CODE = cst.Module([])
+
+
+def is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """The code of ``node`` on one line (its whitespace runs made single spaces)."""
+    return " ".join(_CODE.code_for_node(node).split())

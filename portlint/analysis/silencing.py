@@ -1,27 +1,41 @@
-"""Which device findings the code's own account of its platform silences, and why.
+"""Which device findings the platform model (:mod:`portlint.model`) silences, and why.
 
-A finding of a device rule (``guardable``) is silent where the code runs only on CUDA: in a
-module that says so as a whole (:func:`portlint.platform.module_platform`), in a region the
-guard analysis marked (:class:`~portlint.analysis.guards.GuardAnalysis`), or where it is the
-check that confines CUDA code rather than a use of it (:meth:`GuardAnalysis.check`, decided
-once the regions are known: a check counts when the code it guards holds CUDA-only APIs). A
-``PORT101`` string inside a call already reported as a CUDA-only API is the same finding twice.
+A finding of a device rule (``guardable``) is silent where the model places its code in
+CUDA-only code, or where it is the check that confines CUDA-only code rather than a use of it
+(:meth:`PlatformModel.check`, decided once every finding is placed: a check counts where the
+code it decides needs CUDA). A ``PORT101`` string inside a call already reported as a
+CUDA-only API is the same finding twice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from portlint.analysis.guards import GuardAnalysis, Silence
 from portlint.analysis.messages import only_reported
-from portlint.analysis.names import dotted_name
+from portlint.analysis.names import code_of, dotted_name
 from portlint.analysis.uses import not_used
 from portlint.model import PlatformModel
 from portlint.model.conditions import COUNTS, TORCH_QUERIES
 from portlint.rule import Report
+
+
+@dataclass(frozen=True)
+class Silence:
+    """Why a finding is silent: the kind of reason and what says so (``{code}`` in ``text``
+    stands for the code of ``quoted``, written out only where the reason is shown)."""
+
+    kind: str
+    text: str
+    quoted: cst.CSTNode | None = None
+
+    @property
+    def why(self) -> str:
+        return self.text.format(code=code_of(self.quoted)) if self.quoted is not None else self.text
+
 
 # The CUDA-only API family: what makes the code a guard confines CUDA-only.
 CUDA_API_PREFIX = "PORT4"
@@ -30,51 +44,6 @@ DEVICE_RULES = "PORT1"  # a device picked by name: a string, `.cuda()`
 # The rules of CUDA's questions about its devices (not of its memory: a memory figure that reads
 # 0 on another accelerator misleads whoever reads it).
 QUERIES = frozenset({"PORT401", "PORT409"})
-
-
-def silence(
-    reports: list[Report],
-    guards: GuardAnalysis,
-    guardable: set[str],
-    module: Silence | None,
-) -> tuple[list[Report], list[tuple[Report, Silence]]]:
-    """``reports`` split into those that stand and those silenced, each with its reason."""
-    kept: list[Report] = []
-    silenced: list[tuple[Report, Silence]] = []
-    for report in reports:
-        reason = None
-        if report.code in guardable:
-            reason = module or guards.is_guarded(report.start)
-        if reason is None:
-            kept.append(report)
-        else:
-            silenced.append((report, reason))
-    # The tests of the guards around CUDA-only code: a CUDA API, `import pynvml`, `from .cuda
-    # import *`, `check_nvlink_connectivity()` (every guard it is under, nested ones too).
-    cuda_tests = {
-        test
-        for report, reason in silenced
-        if report.code.startswith(CUDA_API_PREFIX)
-        for test in guards.guard_tests(reason)
-    }
-    for imported in [*guards.cuda_imports, *guards.cuda_calls]:
-        cuda_tests.update(guards.guard_tests(guards.is_guarded(imported)))
-    device_picks = [r.node for r in reports if r.code.startswith(DEVICE_RULES)]
-    standing: list[Report] = []
-    for report in kept:
-        # (A check is a query of CUDA's API; a device string or `.cuda()` is never one.)
-        is_check = report.code in guardable and report.code.startswith(CUDA_API_PREFIX)
-        reason = guards.check(report.node, cuda_tests, device_picks) if is_check else None
-        if reason is None and report.code in QUERIES and "checks" in guards.inferences:
-            message = only_reported(report.node, guards.parents)
-            if message is not None:
-                why = "its answer only goes into a message, shown and not acted on: `{code}`"
-                reason = Silence("checks", why, message, quoted=message)
-        if reason is None:
-            standing.append(report)
-        else:
-            silenced.append((report, reason))
-    return _without_duplicates(standing, silenced, guards.parents)
 
 
 def silence_where(
@@ -164,7 +133,7 @@ def _without_duplicates(
             kept.append(report)
         else:
             why = f"the call is reported as {api.code} already"
-            silenced.append((report, Silence("duplicate", why, report.node)))
+            silenced.append((report, Silence("duplicate", why)))
     return kept, silenced
 
 

@@ -267,11 +267,9 @@ class Recognisers:
         if not (device in DISPATCHED and flow.siblings):
             return None
         prefix = f"{stem}_" if stem else ""  # (`forward_cuda`; `cuda` beside `npu`, `xpu`)
-        others = [
-            prefix + o
-            for o in SIBLINGS
-            if prefix + o in flow.siblings[-1] and o != "native" and (stem or o != "cpu")
-        ]  # (`cuda()` beside `cpu()` moves a module, as torch's do: no dispatch)
+        others = [prefix + o for o in SIBLINGS if prefix + o in flow.siblings[-1] and o != "native"]
+        if not stem and others == ["cpu"] and _moves_itself(flow.class_nodes[-1]):
+            return None  # (its own `self.cuda(self.device)`: the move to any device)
         if stem and f"{stem}_native" in flow.siblings[-1]:
             others.insert(0, f"{stem}_native")
         if not others:
@@ -413,3 +411,12 @@ def _imported(node: ast.stmt) -> list[tuple[str, int]]:
         if isinstance(first, ast.Constant) and isinstance(first.value, str):
             return [(first.value, node.lineno)]
     return []
+
+
+def _moves_itself(klass: ast.ClassDef) -> bool:
+    """Whether a class's own code calls ``self.cuda(...)`` with a device: its ``cuda`` method
+    is how it moves to whatever device it is given (hqq's ``HQQLinear``), not CUDA's arm."""
+    return any(
+        isinstance(node, ast.Call) and node.args and dotted(node.func) == "self.cuda"
+        for node in ast.walk(klass)
+    )

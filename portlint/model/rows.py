@@ -156,10 +156,10 @@ def op_cpu(x):
     Row(
         "dispatch-method",
         "a method `<name>_cuda` (or `_hip`, `_rocm`) of a class that also defines "
-        "`<name>_native` or `<name>_<another device>`, or a method `cuda` beside `npu` or "
-        "`xpu` (a `Module.cuda` override among its siblings; beside `cpu` alone it is the "
-        "module's move, which its `to()` may call for any device): one arm of a dispatch by "
-        "platform",
+        "`<name>_native` or `<name>_<another device>`, or a method `cuda` beside `npu`, `xpu` "
+        "or `cpu` (a `Module.cuda` override among its siblings; not one the class's own code "
+        "calls with a device, `self.cuda(self.device)`: its move to any device): one arm of a "
+        "dispatch by platform",
         """\
 class Op:
     def forward_native(self, x):

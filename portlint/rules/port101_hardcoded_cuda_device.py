@@ -3,10 +3,10 @@ from typing import cast
 import libcst as cst
 
 from portlint.analysis.device_scope import default_device, device_type, fix_device, message_device
-from portlint.analysis.guard_tests import code_of
 from portlint.analysis.names import (
     argument,
     built_device_string,
+    code_of,
     dotted_name,
     is_cuda_device_literal,
     keyword,

@@ -1,8 +1,7 @@
 import libcst as cst
 
 from portlint.analysis.cuda_refs import CudaApiRule, CudaReference
-from portlint.analysis.guard_tests import code_of
-from portlint.analysis.names import qualified_names
+from portlint.analysis.names import code_of, qualified_names
 from portlint.analysis.parents import ParentProvider
 from portlint.cuda_api import RNG
 from portlint.rule import Invalid, Quiet

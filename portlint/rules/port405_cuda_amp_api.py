@@ -2,8 +2,7 @@ import libcst as cst
 
 from portlint.analysis.cuda_refs import CudaApiRule, CudaReference, device_type_first
 from portlint.analysis.device_scope import device_type, message_device
-from portlint.analysis.guard_tests import code_of, is_none
-from portlint.analysis.names import dotted_name, keyword, resolves_to
+from portlint.analysis.names import code_of, dotted_name, is_none, keyword, resolves_to
 from portlint.analysis.parents import ParentProvider
 from portlint.cuda_api import AUTOCAST
 from portlint.evidence import CUDA_REFERENCE_OR_SCALER
