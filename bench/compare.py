@@ -5,7 +5,7 @@ yardstick.
     python bench/compare.py --before /tmp/before --corpus "$(bash ../shared/corpus/fetch_project.sh vllm)" \\
         --corpus "$(bash ../shared/corpus/fetch_project.sh sglang)" --rounds 3
     python bench/compare.py --corpus ... --format concise --format json --format sarif --format full
-    python bench/compare.py --corpus ... --config 'platform-model = "flow"'
+    python bench/compare.py --corpus ... --config 'platform-inferences = []'
 
 Each round runs, on each tree, ``ruff check --select TID251 --no-cache``, then portlint from
 ``--before`` (if given) and from this checkout (``portlint check <package> --no-cache

@@ -54,9 +54,7 @@ KNOWN_KEYS = (
     "respect-gitignore",
     "device-expression",
     "target-torch-version",
-    "platform-model",
 )
-PLATFORM_MODELS = ("guards", "flow")
 # A torch requirement's lower bound: `torch>=2.6`, `torch==2.9.0`, `torch ~= 2.7`, `torch[opt]>=2.8`.
 TORCH_REQUIREMENT = re.compile(
     r"^\s*torch(?![\w.-])\s*(?:\[[^\]]*\])?\s*[^;]*?(?:===?|>=|~=)\s*(\d+\.\d+)"
@@ -187,7 +185,6 @@ def load_settings(config_path: Path | None, overrides: Overrides, cwd: Path) -> 
         target_torch_version=_target_torch_version(overrides, table, document, where),
         ignore_noqa=overrides.ignore_noqa,
         partial_parse=overrides.partial_parse,
-        platform_model=table.get("platform-model", "flow"),
     )
 
 
@@ -411,10 +408,6 @@ def _validate(table: dict[str, Any], path: str) -> None:
         raise ConfigError(f"{path}: [tool.portlint] respect-gitignore must be true or false")
     if not isinstance(table.get("extend", ""), str):
         raise ConfigError(f"{path}: [tool.portlint] extend must be the path of a pyproject.toml")
-    if table.get("platform-model", "guards") not in PLATFORM_MODELS:
-        raise ConfigError(
-            f"{path}: [tool.portlint] platform-model must be one of {', '.join(PLATFORM_MODELS)}"
-        )
     if not isinstance(table.get("target-torch-version", ""), str):
         raise ConfigError(f'{path}: [tool.portlint] target-torch-version must look like "2.9"')
 

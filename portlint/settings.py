@@ -36,16 +36,6 @@ class Settings:
     # Parse only the parts of a file a rule can report on (portlint/speed/cut.py); off for tests
     # that compare, and never used when fixes must carry their edits.
     partial_parse: bool = True
-    # Which account of where code runs silences the device rules: "guards" (the guard analysis,
-    # portlint.analysis.guards) or "flow" (the platform model, portlint.model).
-    platform_model: str = "flow"
-
-    @property
-    def flow(self) -> bool:
-        """Whether the platform model (``platform-model = "flow"``) decides where code runs:
-        then the project index's facts hold its places
-        (:func:`portlint.index.reading.read_module`)."""
-        return self.platform_model == "flow"
 
     def codes_for(self, path: str) -> frozenset[str]:
         """The codes enabled for ``path``: ``per-file-ignores`` and ``cuda-only-paths`` applied."""

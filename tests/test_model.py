@@ -17,7 +17,7 @@ from portlint.model.conditions import FORMS
 from portlint.model.rows import ROWS
 from portlint.settings import Settings
 
-FLOW = Settings(select=frozenset(CATALOG), platform_model="flow")
+FLOW = Settings(select=frozenset(CATALOG))
 PROBE = "torch.cuda.synchronize()"
 
 
@@ -764,14 +764,6 @@ def test_columns_after_wide_characters():
     assert model.where(2, 1) == []
 
 
-def test_the_setting_is_checked(tmp_path):
-    from portlint.config import ConfigError, inline_table
-
-    assert inline_table('platform-model = "flow"') == {"platform-model": "flow"}
-    with pytest.raises(ConfigError, match="platform-model must be one of guards, flow"):
-        inline_table('platform-model = "names"')
-
-
 UTILS = """\
 import pytest
 import torch
@@ -857,7 +849,7 @@ def test_what_another_module_says_of_a_name(tmp_path, imports, code):
     (package / "mod.py").write_text(source)
     result = run_cli(
         "check", "pkg/mod.py", "--no-cache", "--show-silenced", "--output-format", "concise",
-        "--config", 'platform-model = "flow"', cwd=tmp_path,
+        cwd=tmp_path,
     )  # fmt: skip
     line = probe(source)[0]
     assert f"pkg/mod.py:{line}:" in result.stdout.split("Silenced")[1]
@@ -868,8 +860,7 @@ def test_what_another_module_says_of_a_name(tmp_path, imports, code):
     unknown = unknown.replace("need_gpu", "warm_up")
     (package / "mod.py").write_text(unknown)
     result = run_cli(
-        "check", "pkg/mod.py", "--no-cache", "--output-format", "concise",
-        "--config", 'platform-model = "flow"', cwd=tmp_path,
+        "check", "pkg/mod.py", "--no-cache", "--output-format", "concise", cwd=tmp_path,
     )  # fmt: skip
     assert f"pkg/mod.py:{line}:" in result.stdout
 

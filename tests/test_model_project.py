@@ -21,7 +21,6 @@ class Runner:
     def run(self):
         {PROBE}
 """
-FLOW = ("--config", 'platform-model = "flow"')
 
 
 def check(tmp_path, files: dict[str, str]) -> tuple[str, str]:
@@ -34,7 +33,7 @@ def check(tmp_path, files: dict[str, str]) -> tuple[str, str]:
     for name, text in files.items():
         (package / name).write_text(text)
     result = run_cli(
-        "check", "pkg", "--no-cache", "--show-silenced", "--output-format", "concise", *FLOW,
+        "check", "pkg", "--no-cache", "--show-silenced", "--output-format", "concise",
         cwd=tmp_path,
     )  # fmt: skip
     found, _, silenced = result.stdout.partition("Silenced")
@@ -83,8 +82,9 @@ def test_every_import_of_a_module_on_cuda_only(tmp_path):
 
 
 def test_the_places_are_kept_with_the_facts(tmp_path):
-    """The index's facts with the model's places are kept apart from those without: a run in
-    either mode after a run in the other, and a warm run, answer as a cold one."""
+    """The index's facts with the model's places are kept apart per setting the model reads
+    (`guard-functions`): a run with either after a run with the other, and a warm run, answer
+    as a cold one."""
     user = (
         "import torch\nfrom .ops import sync\n\n\ndef step():\n"
         "    if torch.cuda.is_available():\n        sync()\n"
@@ -95,9 +95,10 @@ def test_the_places_are_kept_with_the_facts(tmp_path):
         args = ("check", "pkg", "--output-format", "concise", "--cache-dir", "cache", *mode)
         return run_cli(*args, cwd=tmp_path).stdout
 
-    cold_flow, cold_guards = findings(*FLOW), findings()
-    assert "pkg/ops.py:5:5" not in cold_flow
-    assert findings(*FLOW) == cold_flow and findings() == cold_guards
+    named = ("--config", 'guard-functions = ["step"]')
+    cold, cold_named = findings(), findings(*named)
+    assert "pkg/ops.py:5:5" not in cold
+    assert findings() == cold and findings(*named) == cold_named
 
 
 def test_a_use_under_another_module_s_marker(tmp_path):

@@ -49,12 +49,7 @@ from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
 from portlint.index.int64 import refine
 from portlint.index.kernels import functions_in
-from portlint.platform import (
-    BUILDS_EXTENSION,
-    first_import_of,
-    foreign_libraries,
-    module_platform_from,
-)
+from portlint.platform import BUILDS_EXTENSION, first_import_of, foreign_libraries
 from portlint.settings import Settings
 from portlint.speed.cut import parse_ast
 
@@ -272,12 +267,8 @@ class Project:
 
     def guarded(self, path: str, kind: str, row: int) -> bool:
         """Whether the use (``kind`` "uses") or the import ("imports") of row ``row`` of the
-        facts of ``path`` runs only on CUDA by itself: where the platform model places it, with
-        the model; else by the guard analysis of the index's reader."""
-        facts = self.facts[path]
-        if not self.settings.flow:
-            return bool(facts[kind][row][2])
-        placed = facts["placed"][KINDS.index(kind)][row]
+        facts of ``path`` runs only on CUDA by itself: where the platform model places it."""
+        placed = self.facts[path]["placed"][KINDS.index(kind)][row]
         if isinstance(placed, list):  # (evidence that another module's names decide)
             return any(
                 (found := self._export(path, module, name)) is not None and found[0] == want
@@ -342,22 +333,9 @@ class Project:
         for module, needs in self.unimportable.items():
             if needs.via:  # (the others: their own imports, a verdict the file's lint gave)
                 self.confined_modules.setdefault(module, needs.why())
-        root = self.settings.root
         for path, data in self.facts.items():
-            if self.settings.flow:
-                if data["confined"] is not None:  # (the model's: `PlatformModel.whole`)
-                    self.confined_modules[self.module_of[path]] = data["confined"][1]
-                continue
-            own = module_platform_from(
-                path,
-                root,
-                data["top_imports"],
-                data["extension"],
-                foreign_libraries(path, root, self.settings.cuda_only_imports),
-                self.settings.platform_inferences,
-            )
-            if own is not None:
-                self.confined_modules[self.module_of[path]] = own.why
+            if data["confined"] is not None:  # (the model's: `PlatformModel.whole`)
+                self.confined_modules[self.module_of[path]] = data["confined"][1]
 
         # A worklist: a function or class (a key of `sites`) or a module (of `importers`) is
         # asked again only once something its uses depend on is confined: their module, or a
@@ -454,60 +432,7 @@ class Project:
     def line(self, site: Site) -> int:
         return self.facts[site.path][site.kind][site.row][1]
 
-    def span(self, site: Site) -> list[int] | None:
-        """The span of the guard's test that confines ``site`` to CUDA, where one does."""
-        guarded = self.facts[site.path][site.kind][site.row][2]
-        return guarded if isinstance(guarded, list) else None
-
     # --- findings ---------------------------------------------------------------------------
-    def silence_all(
-        self, violations: list[Violation], silenced: list[Silenced] | None
-    ) -> list[Violation]:
-        """``violations`` less those the project silences (given to ``silenced``, where asked)."""
-        kept, quiet = [], []
-        for violation in violations:
-            reason = self.silence(violation.path, violation)
-            if reason is None:
-                kept.append(violation)
-            else:
-                quiet.append(reason)
-        kept = self._without_checks(kept, quiet)
-        if silenced is not None:
-            silenced.extend(quiet)
-        return kept
-
-    def _without_checks(self, kept: list[Violation], quiet: list[Silenced]) -> list[Violation]:
-        """The check that guards the uses of a function the project confines to CUDA (``if
-        torch.cuda.is_available(): sync()``, where ``sync`` holds CUDA-only code) is not a use of
-        CUDA: it is what confines that code. (``quiet`` gets those checks too.)"""
-        confining: dict[str, list[tuple[list[int], tuple[str, str], Silenced]]] = defaultdict(list)
-        for reason in quiet:
-            unit = self._unit_of(reason.violation)
-            if unit is None:
-                continue
-            for site in self.confined_units[unit]:
-                span = self.span(site)
-                if span is not None:
-                    confining[site.path].append((span, unit, reason))
-        if not confining:
-            return kept
-        standing = []
-        for violation in kept:
-            found = None
-            if violation.code in GUARDABLE and violation.code.startswith(CUDA_API_PREFIX):
-                where = (violation.line, violation.col - 1)
-                found = next(
-                    (c for c in confining.get(violation.path, []) if _inside(where, c[0])), None
-                )
-            if found is None:
-                standing.append(violation)
-                continue
-            _, (_, name), reason = found
-            v = reason.violation
-            why = f"the check confines `{name}` ({self.shown(v.path)}:{v.line}) to CUDA"
-            quiet.append(Silenced(violation, "checks", why, violation.line))
-        return standing
-
     def _unit_of(self, violation: Violation) -> tuple[str, str] | None:
         """The confined function or class a finding is in, if it is in one."""
         module = self.module_of.get(violation.path)
@@ -521,31 +446,28 @@ class Project:
     def judge(
         self, violations: list[Violation], silenced: list[Silenced] | None
     ) -> list[Violation]:
-        """What stands of ``violations`` once the project has spoken: the silences of
-        :meth:`silence_all`, then the int64 findings judged by their consumers
-        (:mod:`portlint.index.int64`). With the platform model (``platform-model = "flow"``),
-        the project's account is the imports of modules that cannot be imported without a
-        CUDA-only library, the answers to the model's pending evidence, the functions, classes
-        and modules whose every use the model places in CUDA-only code, and the rebinds of
-        ``torch.cuda`` attributes."""
-        if self.settings.flow and not self.settings.platform_inferences:
+        """What stands of ``violations`` once the project has spoken: the findings in code
+        that the project places in CUDA-only code (the imports of modules that cannot be
+        imported without a CUDA-only library, the answers to the platform model's pending
+        evidence, the functions, classes and modules whose every use the model places in
+        CUDA-only code, the rebinds of ``torch.cuda`` attributes, the tests that request a
+        fixture that skips unless on CUDA) less, then the int64 findings judged by their
+        consumers (:mod:`portlint.index.int64`). ``platform-inferences = []``: the int64
+        judgement alone."""
+        if not self.settings.platform_inferences:
             return refine(self, violations)
-        if self.settings.flow:
-            kept, quiet = [], []
-            for violation in violations:
-                reason = self.imported_here(violation.path, violation)
-                reason = reason or self.answered_here(violation.path, violation)
-                reason = reason or self.confined_here(violation.path, violation)
-                reason = reason or self.rebound_here(violation.path, violation)
-                reason = reason or self._requests_cuda_fixture(violation.path, violation)
-                if reason is None:
-                    kept.append(violation)
-                else:
-                    quiet.append(reason)
-            if silenced is not None:
-                silenced.extend(quiet)
-            return refine(self, kept)
-        return refine(self, self.silence_all(violations, silenced))
+        kept = []
+        for violation in violations:
+            reason = self.imported_here(violation.path, violation)
+            reason = reason or self.answered_here(violation.path, violation)
+            reason = reason or self.confined_here(violation.path, violation)
+            reason = reason or self.rebound_here(violation.path, violation)
+            reason = reason or self._requests_cuda_fixture(violation.path, violation)
+            if reason is None:
+                kept.append(violation)
+            elif silenced is not None:
+                silenced.append(reason)
+        return refine(self, kept)
 
     def functions(self, path: str) -> dict[str, Any]:
         """What the functions of ``path`` do with their parameters
@@ -567,28 +489,6 @@ class Project:
         """``path``'s facts as its text is now (a round of fixes moved its lines); the verdicts
         on functions and modules stand."""
         self.facts[path] = facts
-
-    def silence(self, path: str, violation: Violation) -> Silenced | None:
-        """Why the project says ``violation`` (a finding in ``path``) runs only on CUDA, if it does."""
-        if violation.code not in GUARDABLE or path not in self.facts:
-            return None
-        module = self.module_of[path]
-        if isinstance(self.confined_modules.get(module), list):
-            return self.confined_here(path, violation)
-        needs = self.unimportable.get(module)
-        if needs is not None and needs.via:
-            line = self.facts[needs.path]["imports"][needs.row][1] if needs.row >= 0 else 0
-            return Silenced(violation, "imports", needs.why(), line)
-        after_import = self._imported_first(path, violation)
-        if after_import is not None:
-            return after_import
-        tested = self._tested_first(path, violation)
-        if tested is not None:
-            return tested
-        requested = self._requests_cuda_fixture(path, violation)
-        if requested is not None:
-            return requested
-        return self.confined_here(path, violation) or self.rebound_here(path, violation)
 
     def confined_here(self, path: str, violation: Violation) -> Silenced | None:
         """Where ``violation`` is in a module whose every import in the project runs only on
@@ -685,24 +585,6 @@ class Project:
                 return Silenced(violation, "imports", why, line)
         return None
 
-    def _tested_first(self, path: str, violation: Violation) -> Silenced | None:
-        """Where ``violation`` runs only once a name of another module holds that holds only on
-        CUDA (``if _SUPPORTS_FLEX:``, ``@skipUnless(HAS_FAST_GPU, ...)``, after ``assert
-        has_fast_gpu()``), or after a call of its function that raises unless on CUDA."""
-        for name, first, last, line, how in self.facts[path].get("tested", ()):
-            if not first <= violation.line <= last:
-                continue
-            found = self._cuda_name(path, name)
-            if found is None or (found[2] == "requires") != (how == "call"):
-                continue
-            where = f"{self.shown(found[0])}:{found[1]}"
-            if how == "call":
-                why = f"it follows a call of `{name}`, which raises unless on CUDA ({where})"
-            else:
-                why = f"it runs only where `{name}` holds, which holds only on CUDA ({where})"
-            return Silenced(violation, "guard", why, line)
-        return None
-
     def _requests_cuda_fixture(self, path: str, violation: Violation) -> Silenced | None:
         """Where ``violation`` is in a test (or fixture) that requests a pytest fixture which
         stops the test unless on CUDA (it skips, fails or raises there before it gives anything),
@@ -758,34 +640,6 @@ class Project:
             if parent == folder:
                 return
             folder = parent
-
-    def _cuda_name(self, path: str, name: str) -> tuple[str, int, str] | None:
-        """Where the project's module defines what ``name`` (a dotted use in ``path``) is, as a
-        name of :func:`~portlint.index.reading.read_module`'s ``cuda_names``: the module's path,
-        the line, and ``"holds"`` or ``"requires"``."""
-        parts = name.split(".")
-        binding = self._bindings(self.module_of[path]).get(parts[0])
-        if binding is None or binding[0] == "":
-            return None
-        module = self._absolute(path, binding[0])
-        rest = ([binding[1]] if binding[1] else []) + parts[1:]
-        while len(rest) > 1 and f"{module}.{rest[0]}" in self.path_of:
-            module = f"{module}.{rest.pop(0)}"
-        if len(rest) != 1:
-            return None
-        attribute = rest[0]
-        for _ in range(MAX_REEXPORTS):
-            if f"{module}.{attribute}" in self.path_of or module not in self.path_of:
-                return None
-            module_path = self.path_of[module]
-            found = self.facts[module_path].get("cuda_names", {}).get(attribute)
-            if found is not None:
-                return module_path, found[1], found[0]
-            reexport = self._bindings(module).get(attribute)
-            if reexport is None or reexport[0] == "" or not reexport[1]:
-                return None
-            module, attribute = self._absolute(module_path, reexport[0]), reexport[1]
-        return None
 
     def _named(self, sites: list[Site]) -> str:
         shown = ", ".join(f"{self.shown(s.path)}:{self.line(s)}" for s in sites[:SHOWN_SITES])
@@ -874,7 +728,6 @@ def join_key(
         settings.root,
         list(settings.cuda_only_imports),
         sorted(settings.platform_inferences),
-        settings.platform_model,
     ]
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:32]
 

@@ -917,7 +917,7 @@ def facts_of(
 ) -> dict[str, Any]:
     """:func:`read_module` of the module at ``path``, with its platform model where ``settings``
     turn it on (the model the rules then read: :func:`portlint.model.module_model`)."""
-    model = module_model(tree, source, path, settings) if settings and settings.flow else None
+    model = module_model(tree, source, path, settings) if settings else None
     return read_module(tree, packages, model)
 
 

@@ -51,12 +51,12 @@ class IndexStore:
         self, folder: Path, packages: frozenset[str], settings: Settings | None = None
     ) -> None:
         """The store for ``packages`` in ``folder`` (the lint cache's), of facts with the
-        platform model's places where ``settings`` turn it on (:func:`~portlint.index.reading.
-        facts_of`: then the libraries and guard functions it reads are the store's too)."""
+        platform model's places (:func:`~portlint.index.reading.facts_of`: the libraries and
+        guard functions of ``settings`` that it reads are the store's too)."""
         self.folder = folder
         model = (
             [sorted(settings.cuda_only_imports), sorted(settings.guard_functions)]
-            if settings is not None and settings.flow
+            if settings is not None
             else False
         )
         name = f"index-{table_name([build_stamp(), sorted(packages), model])}"

@@ -6,8 +6,8 @@ The model reads Python's ``ast`` of the module: one evaluator of conditions
 table of recognisers (:mod:`portlint.model.recognisers`), and the summaries of the module's
 functions (cannot return unless on CUDA, answers a test of CUDA, used only in CUDA-only code),
 taken to a fixpoint by passing again while a pass learns something new. The device, API and
-stream rules ask it through :meth:`PlatformModel.where`; it is switched on by the setting
-``platform-model = "flow"``, the default (``"guards"``: the guard analysis it replaces).
+stream rules ask it through :meth:`PlatformModel.where` (``platform-inferences = []`` turns it
+off).
 """
 
 from __future__ import annotations
