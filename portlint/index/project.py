@@ -252,14 +252,14 @@ class Project:
     def _join(self) -> None:
         for path, data in self.facts.items():
             named: dict[str, tuple[str, str] | str | None] = {}  # (a module names a name often)
-            for row, (name, _, _, unit) in enumerate(data["uses"]):
+            for row, (name, _, unit) in enumerate(data["uses"]):
                 if name not in named:
                     named[name] = self._resolve(path, name)
                 target = named[name]
                 if isinstance(target, tuple) and not _within(unit, path, target, self.module_of):
                     guarded = self.guarded(path, "uses", row)
                     self.sites[target].append(Site(path, "uses", row, guarded, unit))
-            for row, (module, *_, unit, _, _) in enumerate(data["imports"]):
+            for row, (module, _, unit, _, _) in enumerate(data["imports"]):
                 absolute = self._absolute(path, module)
                 if absolute in self.path_of and absolute != self.module_of[path]:
                     site = Site(path, "imports", row, self.guarded(path, "imports", row), unit)
@@ -304,7 +304,7 @@ class Project:
             package = module.rpartition(".")[0]
             if package:  # (a package: module names stop at a folder without `__init__.py`)
                 members[package].append(module)
-            for row, (name, _, _, unit, certain, _) in enumerate(data["imports"]):
+            for row, (name, _, unit, certain, _) in enumerate(data["imports"]):
                 if unit == "" and certain and not self.guarded(path, "imports", row):
                     target = self._absolute(path, name)
                     if target in self.path_of:
@@ -575,7 +575,7 @@ class Project:
         runs only where the library is (code in a function defined after it too)."""
         if not self.unimportable:
             return None
-        for module, line, _, _, _, block_end in self.facts[path]["imports"]:
+        for module, line, _, _, block_end in self.facts[path]["imports"]:
             if not line < violation.line <= block_end:
                 continue
             failing = self._failing(self._absolute(path, module))
@@ -702,8 +702,8 @@ def join_shape(facts: dict[str, Any]) -> str:
     shape = [
         [row[0] for row in facts["units"]],
         [row[:3] for row in facts["bindings"]],
-        [[name, bool(guarded), unit] for name, _, guarded, unit in facts["uses"]],
-        [[m, bool(guarded), unit, certain] for m, _, guarded, unit, certain, _ in facts["imports"]],
+        [[name, unit] for name, _, unit in facts["uses"]],
+        [[m, unit, certain] for m, _, unit, certain, _ in facts["imports"]],
         [
             [p if isinstance(p, list) else p >= 0 for p in places]
             for places in facts.get("placed", ())

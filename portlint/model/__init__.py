@@ -192,6 +192,7 @@ class PlatformModel:
         self.needed: frozenset[int] = frozenset(flow.needed)
         self.implied: dict[int, frozenset] = flow.implied
         self._exports = _exports(flow)
+        self._requires = {name: found.line for name, found in flow.summaries.requires.items()}
         flow.conditions = None  # type: ignore[assignment]  # (so the walk holds no cycle)
 
     def _point(self, line: int, column: int) -> tuple[int, int]:
@@ -234,6 +235,11 @@ class PlatformModel:
         skip marker unless CUDA; ``["requires", why, line]`` for a function that cannot return
         unless on CUDA."""
         return self._exports
+
+    def requirement(self, name: str) -> int:
+        """The line of the evidence by which the function ``name`` (``f``, ``Class.method``)
+        cannot return unless on CUDA (it skips, fails or raises first); 0 where it can."""
+        return self._requires.get(name, 0)
 
     def whole(self) -> list | None:
         """Why the whole module runs only on CUDA (``[kind, why, line]``), where it does: it
