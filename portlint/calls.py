@@ -1,6 +1,6 @@
-"""When a call counts as a call of one of a module's functions: one convention, followed by the
-guard analysis on the tree (:mod:`portlint.analysis.guards`) and by the cut on the text
-(:mod:`portlint.speed.cut`), so that the cut keeps every caller the guard analysis counts.
+"""When a call counts as a call of one of a module's functions: the convention the cut on the
+text (:mod:`portlint.speed.cut`) follows, so that it keeps every caller the platform model can
+count.
 
 A function ``f`` defined outside classes is called by ``f(...)``. A function ``f`` defined in a
 class ``C`` (or nested in one of its methods) is called by ``C.f(...)`` anywhere, and by

@@ -1,25 +1,13 @@
-"""What a module, a name or a test says about the platform it runs on, read without LibCST.
+"""What a module, a name or a string says about the platform it runs on, read without LibCST:
+the words of names and device strings, the libraries that exist only for NVIDIA or AMD GPUs
+(and which of them a module imports, at its top level or at all), a CUDA extension a module
+builds as it is imported. The platform model (:mod:`portlint.model`) and the project index ask
+these questions; the vocabulary (libraries, words) is in :mod:`portlint.facts`.
 
-The guard analysis (:mod:`portlint.analysis.guards`) asks these questions of the code it walks;
-the engine asks :func:`module_platform` of a whole file before parsing it, so that a module that
-runs only on CUDA is not analysed for the device rules at all. The vocabulary (libraries, words)
-is in :mod:`portlint.facts`.
-
-Each inference has a kind, which the configuration can switch off (``platform-inferences``) and
-``--show-silenced`` names:
-
-- ``imports``: the module imports a library that exists only for NVIDIA or AMD GPUs, or builds
-  its own CUDA extension (from ``.cu`` sources) as it is imported;
-- ``names``: a module, folder, class or function named for CUDA or ROCm;
-- ``tests``: a test skipped unless CUDA (a skip marker, a ``require_cuda``-like decorator);
-- ``dispatch``: a dispatch over devices (``if is_xpu(): ... else:``, a table keyed by device type);
-- ``checks``: the flagged call is the check that confines code to CUDA, not a use of it;
-- ``fallbacks``: a CUDA call kept only for an older torch, or behind a portable first choice;
-- ``waivers``: the line's comment waives CUDA by name (``#ignore-cuda``, ``# cuda-ok``: the
-  mark that projects which check their own ``torch.cuda`` uses give a sanctioned line);
-- ``callers`` and ``rebinds``: what other modules of the project say (every use of a function, or
-  every import of a module, runs only on CUDA; the project rebinds a ``torch.cuda`` attribute to
-  its own object): :mod:`portlint.index.project`.
+``platform-inferences`` names what the configuration can switch off: ``waivers`` (a line's
+comment that waives CUDA by name, ``#ignore-cuda``), and, across modules, ``imports``,
+``callers``, ``tests`` and ``rebinds`` (:mod:`portlint.index.project`); ``[]`` turns the platform
+model off.
 """
 
 from __future__ import annotations
@@ -52,8 +40,6 @@ INFERENCES = (
 # `fmha_sm100` -> fmha, sm100 (an architecture keeps its digits).
 _SPLIT = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _ARCHITECTURE = re.compile(CUDA_ARCHITECTURE)
-PREDICATE_FIRST = frozenset({"is", "has", "use", "uses", "using", "on", "supports", "can"})
-PREDICATE_LAST = frozenset({"available", "enabled", "supported", "alike"})
 
 
 @functools.cache  # (a tree has tens of thousands of names; each is read many times)
@@ -111,15 +97,6 @@ def names_other_device(name: str) -> bool:
     return any(word in OTHER_DEVICES for word in words(name))
 
 
-def is_predicate(name: str) -> bool:
-    """Whether ``name`` reads as a yes-or-no question (``is_cuda``, ``cuda_available``,
-    ``pt_cuda_available``, ``use_hip``)."""
-    found = words(name)
-    return bool(found) and (
-        found[0] in PREDICATE_FIRST or found[-1] in PREDICATE_LAST or "is" in found[1:]
-    )
-
-
 # A decorator that runs a test only where a CUDA GPU is: `require_cuda`, `requires_gpu`,
 # `require_torch_multi_gpu`, `skip_if_no_cuda`, `skipUnlessCuda`. ("gpu" counts here: such a
 # decorator has a portable `*_accelerator` sibling where a project also runs on other GPUs.)
@@ -132,62 +109,6 @@ def requires_cuda(decorator: str) -> bool:
     match = _REQUIRES.match(last)
     rest = last[match.end() :] if match else ""
     return bool(match) and (names_cuda(rest) or "gpu" in words(rest))
-
-
-@dataclass(frozen=True)
-class ModulePlatform:
-    """Why a whole module runs only on CUDA: the kind of inference, and what says so."""
-
-    kind: str
-    why: str
-    line: int  # where it says so; 0: its path
-
-
-def module_platform(
-    path: str,
-    root: str,
-    tree: ast.Module | None,
-    libraries: Iterable[str],
-    inferences: frozenset[str],
-) -> ModulePlatform | None:
-    """Whether the module at ``path`` (relative to ``root``, the project's folder) runs only on
-    CUDA: it imports one of ``libraries`` unconditionally at its top level or builds its own CUDA
-    extension as it is imported (:func:`extension_build`) (``imports``), or its file or a folder
-    below the project's root is named for CUDA or ROCm (``names``)."""
-    if tree is None:
-        return module_platform_from(path, root, (), 0, libraries, inferences)
-    extension = extension_build(tree) if "imports" in inferences else 0
-    imports = top_level_imports(tree)
-    return module_platform_from(path, root, imports, extension, libraries, inferences)
-
-
-def module_platform_from(
-    path: str,
-    root: str,
-    imports: Iterable[Sequence],
-    extension: int,
-    libraries: Iterable[str],
-    inferences: frozenset[str],
-) -> ModulePlatform | None:
-    """:func:`module_platform`, from the module's top-level imports as :func:`top_level_imports`
-    gives them (name, line) and the line of its :func:`extension_build`: the project index keeps
-    them, not the tree."""
-    if "imports" in inferences:
-        found = first_import_of(imports, tuple(libraries))
-        if found:
-            module, line = found
-            return ModulePlatform(
-                "imports",
-                f"the module imports `{module}`, which exists only for NVIDIA or AMD GPUs",
-                line,
-            )
-        if extension:
-            return ModulePlatform("imports", f"the module {BUILDS_EXTENSION}", extension)
-    if "names" in inferences:
-        for part in _parts_below(path, root):
-            if names_cuda(part):
-                return ModulePlatform("names", f"`{part}` is named for CUDA or ROCm", 0)
-    return None
 
 
 def _parts_below(path: str, root: str) -> list[str]:
@@ -249,7 +170,7 @@ def top_level_imports(tree: ast.Module) -> Iterator[tuple[str, int]]:
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.With, ast.AsyncWith)) and not any(
-            _suppresses(item.context_expr) for item in node.items
+            suppresses(item.context_expr) for item in node.items
         ):
             pending.extend(reversed(node.body))
         elif isinstance(node, ast.Import):
@@ -261,7 +182,7 @@ def top_level_imports(tree: ast.Module) -> Iterator[tuple[str, int]]:
                 yield f"{node.module}.{alias.name}", node.lineno
 
 
-def _suppresses(manager: ast.expr) -> bool:
+def suppresses(manager: ast.expr) -> bool:
     """``suppress(...)`` (``contextlib``'s), which may end the block at any error."""
     callee = manager.func if isinstance(manager, ast.Call) else manager
     return (
@@ -299,7 +220,7 @@ def extension_build(tree: ast.Module) -> int:
         elif isinstance(node, ast.If):
             blocks = [] if _names_cuda_in(node.test) else [node.body, node.orelse]
         elif isinstance(node, (ast.With, ast.AsyncWith)):
-            suppressed = any(_suppresses(item.context_expr) for item in node.items)
+            suppressed = any(suppresses(item.context_expr) for item in node.items)
             blocks = [] if suppressed else [node.body]
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             blocks = [node.body, node.orelse]

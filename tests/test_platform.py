@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from portlint.platform import ModulePlatform, module_platform, names_cuda, requires_cuda, words
+from portlint.model import PlatformModel
+from portlint.platform import names_cuda, requires_cuda, words
 from portlint.speed.cut import parse_ast
 from tests.helpers import run_cli, tree
 
@@ -44,25 +45,20 @@ def test_decorators_that_require_cuda(decorator, cuda):
     assert requires_cuda(decorator) is cuda
 
 
-def test_a_module_is_cuda_only_by_its_path_below_the_project_root_or_its_imports(tmp_path):
-    inferences = frozenset({"imports", "names"})
+def _whole(source: str, libraries: tuple[str, ...] = ()) -> tuple[str, int] | None:
+    """Why the platform model says the whole module runs only on CUDA: (kind, line)."""
+    found = PlatformModel(parse_ast(source), source, libraries).whole()
+    return (found[0], found[2]) if found is not None else None
+
+
+def test_a_module_is_cuda_only_by_its_imports_not_its_path():
     libraries = ("flashinfer",)
-    root = str(tmp_path / "home" / "amd" / "project")
-    plain = parse_ast("import torch\n")
-
-    def verdict(path: str, source: str = "import torch\n"):
-        return module_platform(path, root, parse_ast(source), libraries, inferences)
-
-    assert verdict(f"{root}/pkg/nvidia/model.py").kind == "names"  # type: ignore[union-attr]
-    assert verdict("pkg/attention_rocm.py").kind == "names"  # type: ignore[union-attr]
-    # The user's own folders above the project say nothing of the code.
-    assert verdict(f"{root}/pkg/model.py") is None
-    assert module_platform(f"{root}/pkg/model.py", root, plain, libraries, frozenset()) is None
-    found = verdict("pkg/model.py", "'''Doc.'''\nimport torch\nfrom flashinfer import norm\n")
-    assert (found.kind, found.line) == ("imports", 3)  # type: ignore[union-attr]
+    assert _whole("import torch\n", libraries) is None  # (`pkg/nvidia/model.py`: a name)
+    found = _whole('"""Doc."""\nimport torch\nfrom flashinfer import norm\n', libraries)
+    assert found == ("library-import", 3)
     # The body of a `with` always runs (an import under a patch of what it reads).
-    found = verdict("pkg/model.py", "with patch('x', return_value=[]):\n    import flashinfer\n")
-    assert (found.kind, found.line) == ("imports", 2)  # type: ignore[union-attr]
+    found = _whole("with patch('x', return_value=[]):\n    import flashinfer\n", libraries)
+    assert found == ("library-import", 2)
     for optional in (
         "try:\n    import flashinfer\nexcept ImportError:\n    pass\n",
         "if HAVE:\n    import flashinfer\n",
@@ -71,7 +67,7 @@ def test_a_module_is_cuda_only_by_its_path_below_the_project_root_or_its_imports
         "with contextlib.suppress(ImportError):\n    import flashinfer\n",
         "with suppress(ImportError):\n    import flashinfer\n",
     ):
-        assert verdict("pkg/model.py", optional) is None, optional
+        assert _whole(optional, libraries) is None, optional
 
 
 BUILDER = "from torch.utils.cpp_extension import load\n"
@@ -103,13 +99,7 @@ BUILDER = "from torch.utils.cpp_extension import load\n"
     ],
 )
 def test_a_module_that_builds_its_own_cuda_extension_as_it_is_imported_is_cuda_only(source, line):
-    found = module_platform("pkg/ext.py", "", parse_ast(source), (), frozenset({"imports"}))
-    assert found == ModulePlatform(
-        "imports",
-        "the module cannot be imported without building a CUDA extension from `.cu` sources",
-        line,
-    )
-    assert module_platform("pkg/ext.py", "", parse_ast(source), (), frozenset({"names"})) is None
+    assert _whole(source) == ("extension-build", line)
 
 
 @pytest.mark.parametrize(
@@ -127,7 +117,7 @@ def test_a_module_that_builds_its_own_cuda_extension_as_it_is_imported_is_cuda_o
     ],
 )
 def test_a_build_that_may_not_run_or_builds_no_cuda_does_not_make_the_module_cuda_only(source):
-    assert module_platform("pkg/ext.py", "", parse_ast(source), (), frozenset({"imports"})) is None
+    assert _whole(source) is None
 
 
 def _write(root: Path, config: str = "") -> None:

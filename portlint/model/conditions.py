@@ -4,7 +4,8 @@ code it decides runs.
 A condition's :class:`Meaning` is a pair: the evidence that code run where it holds runs only
 on CUDA (or ROCm, whose torch device type is "cuda" too), and the same where it fails. Either may
 be missing: "unknown" is an answer, and most tests have it. The forms are a closed list,
-:data:`FORMS` (each with code it reads and code it does not; ``docs/platform.md`` lists them):
+:data:`FORMS` (each with code it reads and code it does not; ``docs/platform-model.md`` lists
+them):
 
 - torch's own queries: ``torch.cuda.is_available()`` and ``is_initialized()``,
   ``torch.cuda.device_count()`` (true, or compared with a number), ``x.is_cuda``,

@@ -52,7 +52,7 @@ from portlint.model.places import (
     span,
     walk,
 )
-from portlint.platform import TRY_STAR
+from portlint.platform import TRY_STAR, suppresses
 
 
 class Flow(Names, Expressions):
@@ -249,8 +249,9 @@ class Flow(Names, Expressions):
             self.block(node.orelse, place)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             after = self.block(node.body, place)  # (what its body confines, so does its end:
-            if after is not None and place is None:  # `with patch(...): import cupy`)
-                return after
+            caught = any(suppresses(item.context_expr) for item in node.items)  # `with patch(...):
+            if after is not None and place is None and not caught:  # import cupy`; not under
+                return after  # `suppress(ImportError)`, which may end the block at the import)
         elif isinstance(node, ast.Match):
             for case in node.cases:
                 self.block(case.body, place)

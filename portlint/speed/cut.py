@@ -10,7 +10,7 @@ functions and classes, and the methods of classes — and only these units are k
   given to a call), or a name that a module-level import mentioning it defines (``from
   torch.cuda import nvtx`` defines ``nvtx``); for a rule without evidence, a trigger;
 - for the rules whose findings depend on callers (``guardable``: a function is guarded when its
-  callers are), the units that may call a function a kept unit defines, as the guard analysis
+  callers are), the units that may call a function a kept unit defines, as the platform model
   counts calls (:mod:`portlint.calls`), to a fixpoint (see :func:`_closure`);
 - for the rules that read the class around a finding (``reads_class``), the ``__init__`` of the
   class of each kept method, and for the guardable ones, of each method kept as a caller too
@@ -153,7 +153,7 @@ def _closure(candidates: list[Unit], kept: list[Unit]) -> list[Unit]:
     fixpoint (callers of callers: whether a function is guarded depends on its callers being
     guarded).
 
-    A call counts as the guard analysis counts it (:mod:`portlint.calls`).
+    A call counts as :mod:`portlint.calls` says.
     """
     kept = list(kept)
     followed: set[int] = set()
@@ -379,7 +379,7 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
         if entry.reads_class:
             in_classes += found
     if "__file__" in source and "__main__" in source:
-        # (A test module that runs itself as its tests' worker: the guard analysis asks whether
+        # (A test module that runs itself as its tests' worker: the platform model asks whether
         # every launch of `__file__` runs only on CUDA, which needs each and its callers.)
         seeds += [u for u in leaves if "__file__" in u.code]
     hits, seeds = list(dict.fromkeys(hits)), list(dict.fromkeys(seeds))
@@ -396,7 +396,7 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
     ):
         return NOTHING
     # The `__init__` of a class whose methods a rule that reads the class concerns, or whose
-    # methods are kept for a guardable rule: the guard analysis reads the flags a class sets
+    # methods are kept for a guardable rule: the platform model reads the flags a class sets
     # there (`self.use_cuda = torch.cuda.is_available()`).
     in_classes += callers
     for group in methods.values():
@@ -465,7 +465,7 @@ def _unneeded_statements(
     """The spans of the module-level imports, assignments, expressions and classes whose methods
     are all dropped (``emptied``: their first lines) that nothing kept can need, to a fixpoint:
     they define no name that kept code mentions (so no name resolves otherwise), mention no
-    function that kept code defines (so no caller the guard analysis counts, and no kernel launch,
+    function that kept code defines (so no caller the platform model counts, and no kernel launch,
     is lost), and, but for imports (which hold no finding), mention no trigger. A statement that
     shares a line with another stays. ``lines`` are those of the cut so far.
 
