@@ -22,12 +22,6 @@ def definition_key(name: str, owner: str | None) -> str:
     return f"{owner}.{name}" if owner else name
 
 
-def call_key(callee: str, owner: str | None) -> str:
-    """What a call of ``callee`` (a dotted name) made inside class ``owner`` is counted under."""
-    receiver, _, rest = callee.partition(".")
-    return f"{owner}.{rest}" if owner and rest and receiver in RECEIVERS else callee
-
-
 def _alternatives(names: Iterable[str]) -> str:
     return "|".join(map(re.escape, sorted(names)))
 

@@ -389,10 +389,6 @@ def library_bindings(tree: ast.Module, libraries: tuple[str, ...]) -> dict[str, 
 TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # (Python 3.11 and later)
 
 
-# An operator with its sides swapped: `2 <= n` is `n >= 2`.
-SWAPPED = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "==": "==", "!=": "!="}
-
-
 def count_says_cuda(operator: str, number: int) -> int:
     """What ``torch.cuda.device_count() <operator> number`` says of CUDA: +1 where it holds only
     with CUDA devices there (``> 0``, ``>= 2``, ``== 8``, ``!= 0``), -1 where it fails only so

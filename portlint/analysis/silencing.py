@@ -40,7 +40,6 @@ class Silence:
 # The CUDA-only API family: what makes the code a guard confines CUDA-only.
 CUDA_API_PREFIX = "PORT4"
 DEVICE_STRING = "PORT101"
-DEVICE_RULES = "PORT1"  # a device picked by name: a string, `.cuda()`
 # The rules of CUDA's questions about its devices (not of its memory: a memory figure that reads
 # 0 on another accelerator misleads whoever reads it).
 QUERIES = frozenset({"PORT401", "PORT409"})

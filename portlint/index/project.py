@@ -750,11 +750,6 @@ class Needs:
         return f"the module imports `{self.via}`, which {self.reason}"
 
 
-def _inside(where: tuple[int, int], span: list[int]) -> bool:
-    line, col, end_line, end_col = span
-    return (line, col) <= where < (end_line, end_col)
-
-
 @functools.lru_cache(maxsize=4096)
 def _enclosing(unit: str) -> tuple[str, ...]:
     """``C.m`` is in ``C.m`` and in ``C``. (Asked for each use, again in each round of the joins.)"""
