@@ -20,8 +20,9 @@ from pathlib import Path
 
 from portlint.bounds import compile_quietly, deepest
 from portlint.config import Overrides, load_settings
-from portlint.engine import decode_source, lint_source
+from portlint.engine import lint_source
 from portlint.index.reading import read_module
+from portlint.sources import decode_source
 from portlint.speed.gate import codes_with_triggers_in
 
 

@@ -13,10 +13,8 @@ import dataclasses
 import gc
 import json
 import os
-import re
 import signal
 import stat
-import tokenize
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext, suppress
@@ -25,9 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from portlint.atomic import write_atomically
-from portlint.bounds import compile_quietly, python_verdict
+from portlint.bounds import python_verdict
 from portlint.cache import Cache, Cached, digest, file_stamp
 from portlint.catalog import GUARDABLE
+from portlint.errors import BrokenRules
 from portlint.findings import (
     Edit,
     Fix,
@@ -37,7 +36,7 @@ from portlint.findings import (
     apply_edits,
     split_lines,
 )
-from portlint.index.int64 import INT64_CODES
+from portlint.index.int64 import INT64_CODES, refine
 from portlint.index.project import Project, join_key, module_name, namespace_of
 from portlint.index.reading import (
     FIXTURE_TEXT,
@@ -46,8 +45,13 @@ from portlint.index.reading import (
     stream_helpers,
 )
 from portlint.index.store import STREAM_HELPERS, Facts, IndexStore
-from portlint.registry import BrokenRules
 from portlint.settings import Settings
+from portlint.sources import (
+    SourceError,
+    decode_source,
+    read_file,
+    source_encoding,
+)
 from portlint.speed.cut import UNPARSED, Unparsed, parse_ast
 from portlint.speed.gate import codes_with_triggers_in
 from portlint.speed.process import without_cycle_collection
@@ -65,8 +69,6 @@ MIN_FILES_PER_WORKER = 8
 # do not foresee.
 FILE_TIME_LIMIT = 60.0
 TOO_SLOW = "too slow to analyse"
-# A line of a file's bytes, ended as Python ends one (see portlint.findings.LINE).
-LINE_BYTES = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 # Fixes that overlap are applied over several rounds, each re-linting the result (as ruff does).
 MAX_FIX_ROUNDS = 10
 
@@ -81,77 +83,6 @@ class RunResult:
     silenced: list[Silenced] = field(default_factory=list)
     # Per file, the project index it was judged with (none: the run was linted file by file).
     projects: dict[str, Project] = field(default_factory=dict)
-
-
-class SourceError(Exception):
-    """A file that cannot be read or decoded; carries the diagnostic to report."""
-
-    def __init__(self, violation: Violation) -> None:
-        super().__init__(violation.message)
-        self.violation = violation
-
-
-def read_source(path: str) -> str:
-    """The decoded text of ``path`` (PEP 263 encoding declarations honoured)."""
-    return decode_source(path, read_bytes(path))
-
-
-def read_bytes(path: str) -> bytes:
-    return read_file(path)[0]
-
-
-def read_file(path: str) -> tuple[bytes, os.stat_result]:
-    """The bytes of ``path``, which must be a regular file (a FIFO is never waited on), and its
-    status just before they were read."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with open(descriptor, "rb") as stream:
-            info = os.fstat(descriptor)
-            if not stat.S_ISREG(info.st_mode):
-                raise SourceError(Violation(path, 1, 1, None, "IOError: not a regular file"))
-            return stream.read(), info
-    except OSError as error:
-        raise SourceError(
-            Violation(path, 1, 1, None, f"IOError: {error.strerror or error}")
-        ) from None
-
-
-def source_encoding(data: bytes) -> str:
-    """The encoding of a Python file's bytes, as Python finds it: in a coding declaration on one
-    of its first two lines, where a line ends at a carriage return too (``tokenize`` reads a file
-    whose lines end in lone carriage returns as one line, and so finds declarations that Python
-    does not see, or a cookie in a comment further down: "unknown encoding: str")."""
-    lines = iter(LINE_BYTES.findall(data))
-    encoding, _ = tokenize.detect_encoding(lambda: next(lines, b""))
-    return encoding
-
-
-def decode_source(path: str, data: bytes) -> str:
-    if b"\x00" in data:
-        line, col = _line_col(data, data.index(b"\x00"))
-        raise SourceError(
-            Violation(path, line, col, None, "SyntaxError: source contains a null byte")
-        )
-    try:
-        return data.decode(source_encoding(data))
-    except (SyntaxError, UnicodeDecodeError) as error:
-        if _compiles(data):  # bytes that are not UTF-8 in a comment: Python never decodes them
-            return data.decode("utf-8", errors="replace")
-        if isinstance(error, SyntaxError):  # an unknown or conflicting coding declaration
-            raise SourceError(Violation(path, 1, 1, None, f"SyntaxError: {error.msg}")) from None
-        line, col = _line_col(data, error.start)
-        message = (
-            f"SyntaxError: source is not valid {error.encoding} (byte 0x{data[error.start]:02x})"
-        )
-        raise SourceError(Violation(path, line, col, None, message)) from None
-
-
-def _compiles(data: bytes) -> bool:
-    try:
-        compile_quietly(data, "<source>")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
 
 
 def write_source(path: str, text: str) -> None:
@@ -183,11 +114,6 @@ def write_source(path: str, text: str) -> None:
         owner = (info.st_uid, info.st_gid)
     # ("utf-8-sig" keeps a BOM.)
     write_atomically(target, text.encode(encoding), info.st_mode, owner)
-
-
-def _line_col(data: bytes, offset: int) -> tuple[int, int]:
-    line = data.count(b"\n", 0, offset) + 1
-    return line, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
 
 
 def lint_source(
@@ -241,6 +167,14 @@ def lint_source(
     return judged_alone(path, source, settings, found, notes)
 
 
+def _judged(
+    project: Project, found: list[Violation], silenced: list[Silenced] | None
+) -> list[Violation]:
+    """What stands of ``found`` once ``project`` has spoken (:meth:`Project.judge`), with the
+    int64 findings judged by their consumers (:func:`portlint.index.int64.refine`)."""
+    return refine(project, project.judge(found, silenced))
+
+
 def judged_alone(
     path: str, source: str, settings: Settings, found: list[Violation], notes: dict[str, list]
 ) -> list[Violation]:
@@ -254,7 +188,7 @@ def judged_alone(
     if tree is None:
         return found
     alone = {**facts_of(tree, source, path, frozenset(), settings), "notes": notes}
-    return sorted(Project({path: alone}, settings).judge(found, None))
+    return sorted(_judged(Project({path: alone}, settings), found, None))
 
 
 @dataclass
@@ -298,7 +232,7 @@ def fix_source(
         found = lint_source(path, text, settings, tree=tree, facts=facts)
         if facts is not None:
             project.update(path, facts)
-        return sorted(project.judge(found, None))
+        return sorted(_judged(project, found, None))
 
     result = FixResult(source)
     outside = _link_out_of(path, settings.root)
@@ -618,7 +552,7 @@ def lint_files(
         joined = _joined(facts, settings, packages, store)
         result.projects = dict.fromkeys(facts, joined)
         silenced = result.silenced if show_silenced else None
-        result.violations = joined.judge(result.violations, silenced)
+        result.violations = _judged(joined, result.violations, silenced)
         if store is not None:
             for path in joined.read_later:
                 store.update(path, facts[path])

@@ -12,18 +12,10 @@ import importlib
 import pkgutil
 from typing import TYPE_CHECKING
 
+from portlint.errors import BrokenRules
+
 if TYPE_CHECKING:
     from portlint.rule import Rule
-
-
-class BrokenRules(Exception):
-    """portlint's rules cannot be used as they are: no run may go on (nor report a file as
-    clean), whatever file it was checking."""
-
-
-class RuleDefinitionError(BrokenRules, TypeError):
-    """A rule class that lacks a piece or declares one wrongly: raised when its module is
-    imported."""
 
 
 class StaleCatalog(BrokenRules):

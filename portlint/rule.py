@@ -12,10 +12,10 @@ import libcst as cst
 from libcst.metadata import CodeRange, ProviderT
 
 from portlint.analysis.positions import PositionProvider
+from portlint.errors import RuleDefinitionError
 from portlint.evidence import Entry, Evidence
 from portlint.findings import Fix, Violation
 from portlint.fix import FixMaker, PendingFix, Rewrite
-from portlint.registry import RuleDefinitionError
 from portlint.settings import Settings
 
 

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 from portlint.bounds import TOO_DEEP, TOO_LARGE
 from portlint.catalog import CATALOG
-from portlint.engine import SourceError, decode_source, fix_source, lint_source
+from portlint.engine import fix_source, lint_source
 from portlint.findings import applicable
 from portlint.settings import Settings
+from portlint.sources import SourceError, decode_source
 from portlint.speed.gate import codes_with_triggers_in
 from portlint.speed.reuse import Parts
 

@@ -10,8 +10,8 @@ from portlint import registry
 from portlint.catalog import CATALOG
 from portlint.evidence import Evidence
 from portlint.generate import CATALOG_FILE, catalog_text
-from portlint.registry import RuleDefinitionError, all_rules
-from portlint.rule import Invalid, Rule
+from portlint.registry import all_rules
+from portlint.rule import Invalid, Rule, RuleDefinitionError
 from portlint.speed import gate
 from tests.helpers import BUGGY, run_cli
 

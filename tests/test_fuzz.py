@@ -17,7 +17,8 @@ hypothesmith = pytest.importorskip("hypothesmith")
 
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
-from portlint.engine import decode_source, lint_source  # noqa: E402
+from portlint.engine import lint_source  # noqa: E402
+from portlint.sources import decode_source  # noqa: E402
 from tests.fuzzing import FIXING, check, cpython_verdict, with_triggers  # noqa: E402
 from tests.helpers import REPO  # noqa: E402
 

@@ -47,10 +47,10 @@ from typing import Any, NamedTuple
 
 from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
-from portlint.index.int64 import refine
 from portlint.index.kernels import functions_in
 from portlint.platform import BUILDS_EXTENSION, first_import_of, foreign_libraries
 from portlint.settings import Settings
+from portlint.sources import SourceError, read_source
 from portlint.speed.cut import parse_ast
 
 MAX_REEXPORTS = 8  # how many `from .impl import f` hops a name is followed through
@@ -451,11 +451,10 @@ class Project:
         imported without a CUDA-only library, the answers to the platform model's pending
         evidence, the functions, classes and modules whose every use the model places in
         CUDA-only code, the rebinds of ``torch.cuda`` attributes, the tests that request a
-        fixture that skips unless on CUDA) less, then the int64 findings judged by their
-        consumers (:mod:`portlint.index.int64`). ``platform-inferences = []``: the int64
-        judgement alone."""
+        fixture that skips unless on CUDA) less; ``platform-inferences = []``: all of them.
+        (The int64 findings are judged after: :func:`portlint.index.int64.refine`.)"""
         if not self.settings.platform_inferences:
-            return refine(self, violations)
+            return violations
         kept = []
         for violation in violations:
             reason = self.imported_here(violation.path, violation)
@@ -467,14 +466,12 @@ class Project:
                 kept.append(violation)
             elif silenced is not None:
                 silenced.append(reason)
-        return refine(self, kept)
+        return kept
 
     def functions(self, path: str) -> dict[str, Any]:
         """What the functions of ``path`` do with their parameters
         (:func:`~portlint.index.kernels.functions_in`): read the first time the int64 rules ask,
         as only the few modules that new tensors are given to are, then kept with the facts."""
-        from portlint.engine import SourceError, read_source  # (the engine imports this module)
-
         facts = self.facts[path]
         if "functions" not in facts:
             try:

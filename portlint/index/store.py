@@ -38,6 +38,7 @@ from portlint.atomic import write_atomically
 from portlint.cache import build_stamp, digest, file_stamp, load_table, save_table, table_name
 from portlint.index.project import join_shape
 from portlint.settings import Settings
+from portlint.sources import SourceError, read_source
 
 STAMP, DATA, FACTS, SHAPE, STREAM_HELPERS = range(5)  # the fields of an entry of the table
 PACK, OFFSET, LENGTH, DIGEST = range(4)  # where an entry's facts are
@@ -269,7 +270,6 @@ class Facts(MutableMapping[str, dict[str, Any]]):
         """The facts of ``path`` from its source, where the store's are not as its entry says
         (its text is the entry's: the entry's stamp or digest matched it this run), and stored
         again."""
-        from portlint.engine import SourceError, read_source  # (the engine imports this module)
         from portlint.index.reading import facts_of
         from portlint.speed.cut import parse_ast
 
