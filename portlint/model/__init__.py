@@ -46,9 +46,12 @@ class ModuleText:
         imports: list[ast.Import | ast.ImportFrom] = []
         fixtures: dict[str, str] = {}  # (a fixture's name, as tests request it -> its function)
         autouse: list[str] = []
+        classes: set[str] = set()
         for node in _statements(tree.body):  # (the imports anywhere in it, the fixtures)
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 imports.append(node)
+            elif isinstance(node, ast.ClassDef):
+                classes.add(node.name)
             elif isinstance(node, FUNCTIONS):
                 for decorator in filter(_is_fixture, node.decorator_list):
                     keywords = _keywords(decorator)
@@ -65,6 +68,8 @@ class ModuleText:
             if isinstance(node, ast.Global)
             for name in node.names
         )
+        # The module's classes: `A.m(y)` is a use of method `A.m` only where `A` is one of them.
+        self.classes = frozenset(classes)
         self.kernels = frozenset(  # (Triton's)
             node.name for node in tree.body if isinstance(node, ast.FunctionDef) and is_kernel(node)
         )

@@ -40,6 +40,7 @@ class Expressions:
     scope: Scope
     previous: Summaries
     summaries: Summaries
+    module_classes: frozenset[str]  # (the module's classes, whose methods `A.m(y)` uses)
 
     def mark(self, start: tuple[int, int], end: tuple[int, int], evidence: Evidence) -> None:
         raise NotImplementedError
@@ -87,7 +88,11 @@ class Expressions:
                 held = None if condition else self.scope.flag(f"self.{current.attr}")
                 if held is not None and isinstance(current.ctx, ast.Load):
                     held.reads.append(None)  # (`nprocs=self.world`: read as data)
-            elif isinstance(current, ast.Attribute) and isinstance(current.value, ast.Name):
+            elif (
+                isinstance(current, ast.Attribute)
+                and isinstance(current.value, ast.Name)
+                and current.value.id in self.module_classes
+            ):
                 self._use(f"{current.value.id}.{current.attr}", here)  # (`A._forward(y)`)
             elif isinstance(current, (ast.Yield, ast.YieldFrom)):
                 self.yielded = self.yielded if self.generator else here  # (where it first gives)

@@ -65,6 +65,7 @@ class Flow(Names, Expressions):
         self.tree: ast.Module = module.tree
         self.segment = module.segment
         self.kernels: frozenset[str] = module.kernels
+        self.module_classes: frozenset[str] = module.classes
         self.conditions = Conditions(
             module.resolve,
             self._bound,
