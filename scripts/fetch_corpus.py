@@ -48,6 +48,7 @@ PACKAGES = {
     "deepspeed-mii": "mii", "pytorch-ignite": "ignite", "fairchem-core": "fairchem",
     "mace-torch": "mace", "optimum-habana": "optimum", "liger-kernel": "liger_kernel",
     "vllm-omni": "vllm_omni", "flash-linear-attention": "fla", "lmms-eval": "lmms_eval",
+    "fschat": "fastchat", "coqui-tts": "TTS",
 }  # fmt: skip
 PLATFORMS = ["manylinux2014_x86_64", *(f"manylinux_2_{n}_x86_64" for n in range(17, 41))]
 
@@ -67,7 +68,10 @@ def _download(requirement: str, into: Path) -> Path:
     binary = ["--only-binary", ":all:", "--python-version", "3.12", "--implementation", "cp"]
     binary += [option for platform in PLATFORMS for option in ("--platform", platform)]
     if subprocess.run(wheel + binary, capture_output=True).returncode != 0:
-        subprocess.run([*wheel, "--no-binary", ":all:"], check=True, capture_output=True)
+        source = subprocess.run([*wheel, "--no-binary", ":all:"], capture_output=True, text=True)
+        if source.returncode != 0:
+            said = (source.stderr.strip().splitlines() or ["no reason given"])[-1]
+            sys.exit(f"fetch_corpus: pip could not download {requirement}: {said}")
     return next(into.iterdir())
 
 

@@ -74,6 +74,7 @@ class Flow(Names, Expressions):
             module.guard_functions,
             module.origins,
             self._held,
+            self.scope_default,
         )
         self.recognisers = recognisers
         self.previous = previous
@@ -169,6 +170,9 @@ class Flow(Names, Expressions):
 
     def _bound(self, name: str) -> Meaning | None:
         return self.scope.lookup(name)
+
+    def scope_default(self, name: str) -> ast.Constant | None:
+        return self.scope.default(name)
 
     def _held(self, name: str) -> ast.expr | None:
         flag = self.scope.flag(name)
@@ -347,22 +351,32 @@ class Flow(Names, Expressions):
         required = self.previous.requires.get(name) if place is None else None
         arguments = [*node.args.posonlyargs, *node.args.args]
         positional = arguments[len(arguments) - len(node.args.defaults) :]
-        for argument, default in zip(
-            [*positional, *node.args.kwonlyargs],
-            [*node.args.defaults, *node.args.kw_defaults],
-            strict=True,
-        ):
+        defaults = list(
+            zip(
+                [*positional, *node.args.kwonlyargs],
+                [*node.args.defaults, *node.args.kw_defaults],
+                strict=True,
+            )
+        )
+        for argument, default in defaults:
             if default is not None:
                 self.expressions(default, place)
                 if required is not None and _read_after(node, argument.arg, required.line):
                     self.mark_node(default, required)  # (read only once CUDA was required)
         outer, self.scope = self.scope, Scope(self.scope)
         parameters = self.parameters
-        self.parameters = parameters | {
+        own_parameters = {
             a.arg
             for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
             + [a for a in (node.args.vararg, node.args.kwarg) if a is not None]
         }
+        self.parameters = parameters | own_parameters
+        self.scope.made.update(dict.fromkeys(own_parameters))  # (a caller's value: anywhere)
+        self.scope.defaults.update(
+            (argument.arg, default)
+            for argument, default in defaults
+            if isinstance(default, ast.Constant)
+        )
         owner = self.owner
         if self.classes:
             self.owner = self.classes[-1], self.class_scopes[-1]

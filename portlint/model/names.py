@@ -71,6 +71,7 @@ class Names:
                 continue  # (a flag lowered to False still holds only where it held)
             scope.meanings.pop(name, None)
             scope.flags.pop(name, None)
+            scope.defaults.pop(name, None)
             if name in self.rebound:  # (a function sets it too, wherever it runs)
                 scope.made[name] = None
             elif meaning.known:

@@ -74,7 +74,8 @@ class HardcodedCudaDevice(Rule):
     `monkeypatch.setattr(...)`, or as a mock's `return_value`/`side_effect`, or the expected
     arguments of `assert_called_with(...)`, or held in a local that the function uses only so and in assertions; where tensors are made
     under `with FakeTensorMode(...):` (fake tensors: the device is metadata, no CUDA is needed);
-    and for a parameter's default, where the function never reads the parameter.
+    and for a parameter's default, where the function never uses the value it came with (never
+    reads it, binds it again first, or only compares it).
 
     ## Why is this bad?
     The code then runs only where the accelerator is an NVIDIA (or ROCm) GPU. On Intel XPU,
@@ -152,6 +153,11 @@ class HardcodedCudaDevice(Rule):
         "def load(path, device='cpu', backend='cuda'):\n    pass\n",
         # A default the function never reads is inert (an interface's, an unused parameter's).
         "def load(path, device='cuda'):\n    pass\n",
+        "def load(path, device='cuda'):\n    return put(path, device='cpu')\n",  # a keyword
+        "def load(path, device='cuda'):\n    device = pick()\n    return put(path, device)\n",
+        # Only compared, or read where a test fixed it to another value (`device_map="auto"`).
+        "def load(path, device_map='cuda:0'):\n    if n > 1 and device_map == 'auto':\n"
+        "        self.device_map = device_map\n    else:\n        self.device_map = pick()\n",
         "import torch\nwith torch.autocast(device.type):\n    pass\n",
         # A device's type, compared: the string "cuda" in a test, placing nothing.
         "import torch\nif torch.device(d).type == torch.device('cuda').type:\n    pass\n",
@@ -348,6 +354,16 @@ class HardcodedCudaDevice(Rule):
         Invalid("import torch\ng = torch.Generator('cuda')\n", 2, 21),
         Invalid("def load(path, device='cuda'):\n    return open(path, device)\n", 1, 23),
         Invalid("def load(path, map_device: str = 'cuda:0'):\n    return map_device\n", 1, 34),
+        Invalid(
+            "def load(path, device='cuda'):\n    x = put(device)\n    device = pick()\n", 1, 23
+        ),
+        Invalid(
+            "def load(path, device='cuda'):\n    if device == 'auto':\n        pass\n"
+            "    return put(path, device)\n",
+            1,
+            23,
+        ),
+        Invalid("def load(path, device='cuda'):\n    if device == 'cuda':\n        pass\n", 1, 23),
     ]
 
     def _indexed(self, literal: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -608,7 +624,9 @@ class HardcodedCudaDevice(Rule):
                 f"parameter `{node.name.value}` defaults to CUDA; default to None and take the "
                 "device in use",
                 confidence="likely",
-                quiet=(f"the function never reads `{node.name.value}`", node) if unread else None,
+                quiet=(f"the function never uses the value of `{node.name.value}`", node)
+                if unread
+                else None,
                 detail="Every caller that leaves it out runs on CUDA.",
             )
 
@@ -621,19 +639,73 @@ def _device_literals(value: cst.BaseExpression, chosen: bool = False) -> list[cs
     return [value] if not chosen and is_cuda_device_literal(value) else []
 
 
-def _reads(block: cst.CSTNode, name: str) -> bool:
-    """Whether code in ``block`` (functions in it too) may read ``name``: a use of it, or a call
-    of ``locals()`` or ``vars()``, which read every name."""
-    pending: list[cst.CSTNode] = [block]
+def _reads(body: cst.CSTNode, name: str) -> bool:
+    """Whether a function's ``body`` may use the value its parameter ``name`` came with: a
+    read before a statement that binds the name again, other than a comparison with no CUDA
+    device (which places nothing) and other than code a test has fixed the name to another
+    constant for (``if device_map == "auto": self.device_map = device_map``)."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for statement in statements:
+        if _rebinds(statement, name):
+            return False
+        if _reads_in(statement, name):
+            return True
+    return False
+
+
+def _reads_in(node: cst.CSTNode, name: str) -> bool:
+    """Whether ``node`` (functions in it too) may read ``name`` as :func:`_reads` counts: a use
+    of it, or a call of ``locals()`` or ``vars()``, which read every name."""
+    pending: list[cst.CSTNode] = [node]
     while pending:
         current = pending.pop()
         if isinstance(current, cst.Name) and current.value in (name, "locals", "vars"):
             return True
         if isinstance(current, cst.Attribute):
             pending.append(current.value)  # (`x.device` reads `x`, not `device`)
+        elif isinstance(current, cst.Arg):
+            pending.append(current.value)  # (`f(device="cuda")` names a keyword)
+        elif isinstance(current, cst.Comparison):
+            parts = [current.left, *(c.comparator for c in current.comparisons)]
+            if not any(is_cuda_device_literal(part) for part in parts):  # (`== "cuda"` picks)
+                parts = [p for p in parts if not (isinstance(p, cst.Name) and p.value == name)]
+            pending.extend(parts)
+        elif isinstance(current, cst.If) and _fixed(current.test, name):
+            pending.extend(n for n in (current.test, current.orelse) if n is not None)
         else:
             pending.extend(current.children)
     return False
+
+
+def _fixed(test: cst.BaseExpression, name: str) -> bool:
+    """Whether ``test`` holds only where ``name`` equals a constant other than a CUDA device
+    (``device_map == "auto"``, alone or as a part of an ``and``)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _fixed(test.left, name) or _fixed(test.right, name)
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    (target,) = test.comparisons
+    sides = (test.left, target.comparator)
+    return (
+        isinstance(target.operator, (cst.Equal, cst.Is))
+        and any(isinstance(side, cst.Name) and side.value == name for side in sides)
+        and any(
+            isinstance(side, cst.SimpleString) and not is_cuda_device_literal(side)
+            for side in sides
+        )
+    )
+
+
+def _rebinds(statement: cst.CSTNode, name: str) -> bool:
+    """Whether ``statement`` binds ``name`` again to a value that does not read it."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    return any(
+        isinstance(small, cst.Assign)
+        and any(isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets)
+        and not _reads_in(small.value, name)
+        for small in statement.body
+    )
 
 
 def _bound_in(block: cst.CSTNode, name: str) -> cst.BaseExpression | None:
