@@ -26,7 +26,7 @@ import ast
 from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending, known
 from portlint.model.expressions import Expressions
 from portlint.model.markers import skip_condition
-from portlint.model.names import Names
+from portlint.model.names import Names, parameter_defaults
 from portlint.model.places import (
     END,
     FUNCTIONS,
@@ -349,15 +349,7 @@ class Flow(Names, Expressions):
         if place is None and evidence is not None:  # (its decorators run where it is defined)
             self.mark((node.lineno, node.col_offset), span(node)[1], evidence)
         required = self.previous.requires.get(name) if place is None else None
-        arguments = [*node.args.posonlyargs, *node.args.args]
-        positional = arguments[len(arguments) - len(node.args.defaults) :]
-        defaults = list(
-            zip(
-                [*positional, *node.args.kwonlyargs],
-                [*node.args.defaults, *node.args.kw_defaults],
-                strict=True,
-            )
-        )
+        defaults = parameter_defaults(node)
         for argument, default in defaults:
             if default is not None:
                 self.expressions(default, place)
@@ -365,18 +357,7 @@ class Flow(Names, Expressions):
                     self.mark_node(default, required)  # (read only once CUDA was required)
         outer, self.scope = self.scope, Scope(self.scope)
         parameters = self.parameters
-        own_parameters = {
-            a.arg
-            for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
-            + [a for a in (node.args.vararg, node.args.kwarg) if a is not None]
-        }
-        self.parameters = parameters | own_parameters
-        self.scope.made.update(dict.fromkeys(own_parameters))  # (a caller's value: anywhere)
-        self.scope.defaults.update(
-            (argument.arg, default)
-            for argument, default in defaults
-            if isinstance(default, ast.Constant)
-        )
+        self.parameters = parameters | self.bind_parameters(node, defaults)
         owner = self.owner
         if self.classes:
             self.owner = self.classes[-1], self.class_scopes[-1]

@@ -85,6 +85,21 @@ class Names:
             else:
                 _made(scope, name, place)
 
+    def bind_parameters(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef, defaults: list[tuple[ast.arg, Any]]
+    ) -> set[str]:
+        """The function's parameters, bound in its scope (new) to what its callers pass: values
+        made anywhere, the constant defaults kept (:meth:`Scope.default`)."""
+        arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+        names = {a.arg for a in [*arguments, node.args.vararg, node.args.kwarg] if a is not None}
+        self.scope.made.update(dict.fromkeys(names))
+        self.scope.defaults.update(
+            (argument.arg, default)
+            for argument, default in defaults
+            if isinstance(default, ast.Constant)
+        )
+        return names
+
     def _predicate(
         self,
         name: str,
@@ -172,6 +187,21 @@ class Names:
         if found is None and isinstance(value.func, ast.Name):  # (another module's function?)
             return self.conditions.imported(value, value.func.id, "requires").if_true
         return found
+
+
+def parameter_defaults(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> list[tuple[ast.arg, ast.expr | None]]:
+    """Each parameter that has a default, with it (a keyword-only one may have None)."""
+    arguments = [*node.args.posonlyargs, *node.args.args]
+    positional = arguments[len(arguments) - len(node.args.defaults) :]
+    return list(
+        zip(
+            [*positional, *node.args.kwonlyargs],
+            [*node.args.defaults, *node.args.kw_defaults],
+            strict=True,
+        )
+    )
 
 
 def _made(scope: Scope, name: str, place: Evidence | None) -> None:
