@@ -15,6 +15,7 @@ from portlint.analysis.names import (
     resolves_to,
 )
 from portlint.analysis.parents import ParentProvider
+from portlint.analysis.passed import passed_by_every_caller
 from portlint.analysis.scopes import NameProvider
 from portlint.evidence import CUDA_DEVICE_ARGUMENT
 from portlint.findings import UNSAFE, Fix
@@ -155,6 +156,11 @@ class HardcodedCudaDevice(Rule):
         "def load(path, device='cuda'):\n    pass\n",
         "def load(path, device='cuda'):\n    return put(path, device='cpu')\n",  # a keyword
         "def load(path, device='cuda'):\n    device = pick()\n    return put(path, device)\n",
+        # A private function's default that every caller passes.
+        "def _mesh(group, device_type='cuda'):\n    return make(device_type)\n\n"
+        "mesh = _mesh(g, 'xpu')\nother = _mesh(g, device_type=kind)\n",
+        "class W:\n    def _dummy(self, n, device='cuda'):\n        return make(n, device)\n\n"
+        "    def run(self):\n        return self._dummy(4, device=self.device)\n",
         # Only compared, or read where a test fixed it to another value (`device_map="auto"`).
         "def load(path, device_map='cuda:0'):\n    if n > 1 and device_map == 'auto':\n"
         "        self.device_map = device_map\n    else:\n        self.device_map = pick()\n",
@@ -364,6 +370,31 @@ class HardcodedCudaDevice(Rule):
             23,
         ),
         Invalid("def load(path, device='cuda'):\n    if device == 'cuda':\n        pass\n", 1, 23),
+        # A caller leaves it out, the function is public, or mentioned other than by a call.
+        Invalid(
+            "def _mesh(g, device_type='cuda'):\n    return make(device_type)\n\n"
+            "a = _mesh(g, 'xpu')\nb = _mesh(g)\n",
+            1,
+            26,
+        ),
+        Invalid(
+            "def mesh(g, device_type='cuda'):\n    return make(device_type)\n\n"
+            "a = mesh(g, 'xpu')\n",
+            1,
+            25,
+        ),
+        Invalid(
+            "def _mesh(g, device_type='cuda'):\n    return make(device_type)\n\n"
+            "a = _mesh(g, 'xpu')\nhooks = [_mesh]\n",
+            1,
+            26,
+        ),
+        Invalid(
+            "class W:\n    def _dummy(self, n, device='cuda'):\n        return make(n, device)\n\n"
+            "    def run(self):\n        return self._dummy(4)\n",
+            2,
+            32,
+        ),
     ]
 
     def _indexed(self, literal: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -608,6 +639,11 @@ class HardcodedCudaDevice(Rule):
         parent = self.get_metadata(ParentProvider, attribute, None)
         return isinstance(parent, (cst.Comparison, cst.ComparisonTarget))
 
+    def _class_of(self, function: cst.FunctionDef) -> str | None:
+        block = self.get_metadata(ParentProvider, function, None)
+        owner = self.get_metadata(ParentProvider, block, None) if block is not None else None
+        return owner.name.value if isinstance(owner, cst.ClassDef) else None
+
     def visit_Param(self, node: cst.Param) -> None:
         default = node.default
         if (
@@ -619,14 +655,19 @@ class HardcodedCudaDevice(Rule):
             owner = self.get_metadata(ParentProvider, parameters, None) if parameters else None
             body = owner.body if isinstance(owner, (cst.FunctionDef, cst.Lambda)) else None
             unread = body is not None and not _reads(body, node.name.value)
+            quiet = None
+            if unread:
+                quiet = (f"the function never uses the value of `{node.name.value}`", node)
+            elif isinstance(owner, cst.FunctionDef) and passed_by_every_caller(
+                self.module, owner, self._class_of(owner), node
+            ):
+                quiet = (f"every caller of the private `{owner.name.value}` passes it", node)
             self.report(
                 default,
                 f"parameter `{node.name.value}` defaults to CUDA; default to None and take the "
                 "device in use",
                 confidence="likely",
-                quiet=(f"the function never uses the value of `{node.name.value}`", node)
-                if unread
-                else None,
+                quiet=quiet,
                 detail="Every caller that leaves it out runs on CUDA.",
             )
 
