@@ -200,6 +200,24 @@ def test_modules_of_a_namespace_package_are_named_as_their_project_imports_them(
         )
 
 
+def test_a_top_level_module_of_the_namespace_s_name_is_not_the_namespace_s(tmp_path):
+    """``f5_tts/model/`` of the namespace ``f5_tts`` is ``f5_tts.model``; a ``model.py`` in a
+    folder that is no package (a server's model repository) is ``model``, and what it needs
+    says nothing of ``f5_tts.model``."""
+    files = {
+        "pyproject.toml": "[tool.portlint]\n",
+        "f5_tts/model/__init__.py": "def make():\n    return 1\n",
+        "f5_tts/runtime/repo/f5_tts/1/model.py": "import tensorrt\n",
+        "f5_tts/infer/__init__.py": "",
+        "f5_tts/infer/utils.py": (
+            "import torch\n\nfrom f5_tts.model import make\n\ntorch.cuda.empty_cache()\n"
+        ),
+    }
+    tree(tmp_path, files)
+    result = run_cli("check", "f5_tts", "--no-cache", "--output-format=concise", cwd=tmp_path)
+    assert "f5_tts/infer/utils.py:5:1: PORT403" in result.stdout, result.stdout
+
+
 def test_a_module_imported_only_by_modules_that_run_only_on_cuda_runs_only_on_cuda(tmp_path):
     dispatch = (
         "from pkg.platforms import current_platform\n\n"

@@ -136,9 +136,9 @@ class Project:
         self.module_of = {path: module_name(path, folders) for path in facts}
         self.namespaces = verdicts["namespaces"] if verdicts is not None else self._namespaces()
         for path, module in self.module_of.items():
-            top = module.partition(".")[0]
-            if top in self.namespaces:
-                self.module_of[path] = f"{self.namespaces[top]}.{module}"
+            namespace = self.namespaces.get(module.partition(".")[0])
+            if namespace is not None and namespace == namespace_of(path, module):
+                self.module_of[path] = f"{namespace}.{module}"  # (not a `model.py` elsewhere)
         self.path_of = {name: path for path, name in self.module_of.items()}
         self.is_package = {path: os.path.basename(path) == "__init__.py" for path in facts}
         self._defined: dict[str, set[str]] = {}  # per module, its functions and classes
