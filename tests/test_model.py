@@ -193,11 +193,11 @@ def test_every_row_is_documented_once():
         ),
         # names bound to a test, values made only on CUDA, predicates of the module
         (f"USE = torch.cuda.is_available()\nif USE:\n    {PROBE}\n", "torch-query"),
-        # a parameter tested against CUDA where it holds another default, or was bound again
-        (f"def f(device='cpu'):\n    if device == 'cuda':\n        {PROBE}\n", "device-type"),
+        # an arm of a dispatch on a device parameter, whatever its default (the default is
+        # reported on its own)
         (
-            "def f(device='cuda'):\n    device = pick()\n    if device == 'cuda':\n"
-            f"        {PROBE}\n",
+            "def load(device='cuda'):\n    if device == 'cpu':\n        pass\n"
+            f"    elif device == 'cuda':\n        {PROBE}\n",
             "device-type",
         ),
         (
@@ -262,9 +262,6 @@ def test_flow_shapes(source, kind):
         f"if not torch.cuda.is_available():\n    print('no')\n{PROBE}\n",  # no exit
         f"s = None\nif torch.cuda.is_available():\n    s = make()\nelse:\n    s = other()\nif s:\n    {PROBE}\n",
         f"USE = torch.cuda.is_available()\nUSE = True\nif USE:\n    {PROBE}\n",  # rebound
-        # a test of a parameter against its own default: true wherever the caller passed none
-        f"def f(device='cuda'):\n    if device == 'cuda':\n        {PROBE}\n",
-        f"def f(device='cuda'):\n    def g():\n        if device == 'cuda':\n            {PROBE}\n",
         # a parameter made on CUDA only where the caller passed none: the caller's may be any
         "def f(device_id=None):\n    if device_id is None and torch.cuda.is_available():\n"
         f"        device_id = 0\n    if device_id is not None:\n        {PROBE}\n",

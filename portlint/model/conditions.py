@@ -152,12 +152,10 @@ class Conditions:
         guard_functions: frozenset[str] = frozenset(),
         origins: Mapping[str, tuple[str, str]] | None = None,
         held: Callable[[str], ast.expr | None] = lambda name: None,
-        default: Callable[[str], ast.Constant | None] = lambda name: None,
     ) -> None:
         self.resolve = resolve
         self.bound = bound
         self.held = held  # (the test a name was bound to: `num_gpus = torch.cuda.device_count()`)
-        self.default = default  # (a parameter's constant default, where it is kept)
         self.calls = calls
         self.segment = segment
         self.guard_functions = guard_functions
@@ -257,8 +255,6 @@ class Conditions:
     ) -> Meaning:
         for one, other in ((left, right), (right, left)):
             if names_cuda(one):  # `x.type == "cuda"`, `platform is PlatformEnum.ROCM`
-                if isinstance(op, ast.Eq) and self._the_default(other, one):
-                    return UNKNOWN  # (`device == "cuda"` of `device="cuda"`: true anywhere)
                 if isinstance(op, (ast.Eq, ast.Is)) or (isinstance(op, ast.In) and one is left):
                     return self.holds(test, "device-type")
                 if isinstance(op, (ast.NotEq, ast.IsNot)) or (
@@ -277,14 +273,6 @@ class Conditions:
             meaning = self.holds(test, "device-type")
             return meaning if isinstance(op, ast.In) else meaning.negated()
         return self._count(test, left, op, right)
-
-    def _the_default(self, name: ast.expr, value: ast.expr) -> bool:
-        """Whether ``name`` is a parameter whose kept default is ``value``: a test of the one
-        against the other holds wherever the caller passed nothing, on any platform."""
-        default = self.default(name.id) if isinstance(name, ast.Name) else None
-        return (
-            default is not None and isinstance(value, ast.Constant) and default.value == value.value
-        )
 
     def _count(self, test: ast.Compare, left: ast.expr, op: ast.cmpop, right: ast.expr) -> Meaning:
         """``torch.cuda.device_count() >= 2`` holds only on CUDA; ``< 2`` fails only there."""

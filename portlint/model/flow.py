@@ -74,7 +74,6 @@ class Flow(Names, Expressions):
             module.guard_functions,
             module.origins,
             self._held,
-            self.scope_default,
         )
         self.recognisers = recognisers
         self.previous = previous
@@ -170,9 +169,6 @@ class Flow(Names, Expressions):
 
     def _bound(self, name: str) -> Meaning | None:
         return self.scope.lookup(name)
-
-    def scope_default(self, name: str) -> ast.Constant | None:
-        return self.scope.default(name)
 
     def _held(self, name: str) -> ast.expr | None:
         flag = self.scope.flag(name)
@@ -349,15 +345,14 @@ class Flow(Names, Expressions):
         if place is None and evidence is not None:  # (its decorators run where it is defined)
             self.mark((node.lineno, node.col_offset), span(node)[1], evidence)
         required = self.previous.requires.get(name) if place is None else None
-        defaults = parameter_defaults(node)
-        for argument, default in defaults:
+        for argument, default in parameter_defaults(node):
             if default is not None:
                 self.expressions(default, place)
                 if required is not None and _read_after(node, argument.arg, required.line):
                     self.mark_node(default, required)  # (read only once CUDA was required)
         outer, self.scope = self.scope, Scope(self.scope)
         parameters = self.parameters
-        self.parameters = parameters | self.bind_parameters(node, defaults)
+        self.parameters = parameters | self.bind_parameters(node)
         owner = self.owner
         if self.classes:
             self.owner = self.classes[-1], self.class_scopes[-1]

@@ -71,7 +71,6 @@ class Names:
                 continue  # (a flag lowered to False still holds only where it held)
             scope.meanings.pop(name, None)
             scope.flags.pop(name, None)
-            scope.defaults.pop(name, None)
             if name in self.rebound:  # (a function sets it too, wherever it runs)
                 scope.made[name] = None
             elif meaning.known:
@@ -85,19 +84,13 @@ class Names:
             else:
                 _made(scope, name, place)
 
-    def bind_parameters(
-        self, node: ast.FunctionDef | ast.AsyncFunctionDef, defaults: list[tuple[ast.arg, Any]]
-    ) -> set[str]:
+    def bind_parameters(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
         """The function's parameters, bound in its scope (new) to what its callers pass: values
-        made anywhere, the constant defaults kept (:meth:`Scope.default`)."""
+        made anywhere (``if device_id is None and <CUDA>: device_id = 0`` leaves a caller's
+        ``device_id`` as it was)."""
         arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
         names = {a.arg for a in [*arguments, node.args.vararg, node.args.kwarg] if a is not None}
         self.scope.made.update(dict.fromkeys(names))
-        self.scope.defaults.update(
-            (argument.arg, default)
-            for argument, default in defaults
-            if isinstance(default, ast.Constant)
-        )
         return names
 
     def _predicate(

@@ -332,7 +332,6 @@ class Scope:
         # What a name was bound to: NONE (only None so far), the evidence that every other value
         # was made only on CUDA, or None (one was made off CUDA too).
         self.made: dict[str, object] = {}
-        self.defaults: dict[str, ast.Constant] = {}  # a parameter's default, till it is rebound
 
     def lookup(self, name: str) -> Meaning | None:
         scope: Scope | None = self
@@ -343,17 +342,6 @@ class Scope:
             if isinstance(made, Evidence):
                 return Meaning(if_true=made)
             if name in scope.made:
-                return None
-            scope = scope.outer
-        return None
-
-    def default(self, name: str) -> ast.Constant | None:
-        """The constant default of the parameter ``name`` is, where it was not bound again."""
-        scope: Scope | None = self
-        while scope is not None:
-            if name in scope.defaults:
-                return scope.defaults[name]
-            if name in scope.made or name in scope.meanings:
                 return None
             scope = scope.outer
         return None
