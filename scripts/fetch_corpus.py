@@ -38,7 +38,8 @@ HELD_OUT = (
     "lerobot==0.4.4", "pytorch-ignite==0.5.5", "lightly==1.6.0", "fastvideo==0.2.1",
     "fairchem-core==2.24.0", "mace-torch==0.3.16", "liger-kernel==0.8.5", "modelscope==1.40.2",
     "funasr==1.4.16", "nerfstudio==1.1.5", "espnet==202511", "gsplat==1.5.3",
-    "vllm-omni==0.30.0",
+    "vllm-omni==0.30.0", "fschat==0.2.36", "invokeai==6.14.2", "coqui-tts==0.28.0",
+    "tensordict==0.15.3", "f5-tts==1.1.22",
 )  # fmt: skip
 # Releases whose package is not named as the distribution is (`megatron-core` installs `megatron`).
 PACKAGES = {
