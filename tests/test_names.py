@@ -23,7 +23,8 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, QualifiedNamePr
 
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.positions import PositionProvider, Positions
-from portlint.analysis.scopes import NAMED, NameProvider
+from portlint.analysis.scope_visit import NAMED
+from portlint.analysis.scopes import NameProvider
 from portlint.analysis.walk import TRIVIA_TYPES
 from portlint.evidence import Entry, Evidence
 from portlint.speed.cut import parse_ast, slice_source
