@@ -11,7 +11,8 @@ functions and classes, and the methods of classes — and only these units are k
   torch.cuda import nvtx`` defines ``nvtx``); for a rule without evidence, a trigger;
 - for the rules whose findings depend on callers (``guardable``: a function is guarded when its
   callers are), the units that may call a function a kept unit defines, as the platform model
-  counts calls (:mod:`portlint.calls`), to a fixpoint (see :func:`_closure`);
+  counts calls (:mod:`portlint.calls`), to a fixpoint (see
+  :func:`~portlint.speed.units.callers_closure`);
 - for the rules that read the class around a finding (``reads_class``), the ``__init__`` of the
   class of each kept method, and for the guardable ones, of each method kept as a caller too
   (where a class sets the flags its methods test, ``self.use_cuda = ...``);
@@ -23,9 +24,9 @@ A top-level function kept for its decorators or signature only (a Triton kernel:
 that nothing above needs whole, keeps only those: its body is Triton code, which no rule reads.
 At module level, ``if``/``try``/``with`` blocks and the like are kept as they are; imports,
 assignments, expressions and classes whose methods all went are dropped where nothing kept can
-need them (see :func:`_unneeded_statements`). Dropped lines are left out of the text (a method's
-first line, or a trimmed function's first body line, becomes ``pass``, so the block still has a
-body); the cut carries the line of the file that each of its lines is, so every position maps
+need them (see :func:`~portlint.speed.module_level.unneeded_statements`). Dropped lines are
+left out of the text (a method's first line, or a trimmed function's first body line, becomes
+``pass``, so the block still has a body); the cut carries the line of the file that each of its lines is, so every position maps
 back (columns do not move: only whole lines go). Left blank instead, they would cost LibCST an
 ``EmptyLine`` node each: a quarter of its parse of the cuts of vLLM.
 
@@ -49,7 +50,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from portlint.calls import callers_anywhere, callers_in_class, definition_key, words_of
 from portlint.evidence import Entry
 from portlint.findings import split_lines
 from portlint.speed.gate import (
@@ -60,167 +60,8 @@ from portlint.speed.gate import (
     literally,
     words_pattern,
 )
-
-# A function's name after `def` (wherever it is: a name too many only keeps more; a pattern that
-# starts with a literal is searched for as fast as ``str.find``, one that starts with ``^`` is not).
-DEF = re.compile(r"def[ \t]+(\w+)")
-# A line that is only a comment, after its line end (not one continuing a line that ends in a
-# backslash). It starts with a literal, which ``re`` finds fast.
-
-
-@dataclass(eq=False)
-class Unit:
-    name: str
-    start: int  # first line (of the first decorator), 1-based
-    end: int  # last line
-    owner: str | None  # the class of a method; None for a top-level function or class
-    body_start: int | None = None  # a top-level function's first body line, if it starts one
-    docstring: tuple[int, int] | None = None  # its docstring's first and last lines
-    text: str = ""
-    code: str = ""  # the text without the docstring and comment lines: where evidence is sought
-    body: str = ""  # the code from ``body_start`` on
-
-    @property
-    def method(self) -> bool:
-        return self.owner is not None
-
-    @functools.cached_property
-    def defined_names(self) -> set[str]:
-        """Its name and the names of the functions defined in it (read off the text: a name too
-        many only keeps more)."""
-        return {self.name, *DEF.findall(self.text)}
-
-    @functools.cached_property
-    def words(self) -> frozenset[str]:
-        return words_of(self.text)
-
-
-def _span(node: ast.stmt) -> tuple[int, int]:
-    decorators = getattr(node, "decorator_list", [])
-    return min([node.lineno, *(d.lineno for d in decorators)]), node.end_lineno or node.lineno
-
-
-def _body_start(node: ast.AST, lines: list[str]) -> int | None:
-    """The line a function's body starts, where that line holds nothing of its header."""
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return None
-    first = node.body[0]
-    if first.lineno <= node.lineno or lines[first.lineno - 1][: first.col_offset].strip():
-        return None
-    return first.lineno
-
-
-def _docstring(
-    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
-) -> tuple[int, int] | None:
-    first = node.body[0]
-    if (
-        isinstance(first, ast.Expr)
-        and isinstance(first.value, ast.Constant)
-        and isinstance(first.value.value, str)
-    ):
-        return first.lineno, first.end_lineno or first.lineno
-    return None
-
-
-def _units(tree: ast.Module, lines: list[str]) -> tuple[list[Unit], dict[int, list[Unit]]]:
-    """Top-level functions and classes; for each class (by its index), its methods."""
-    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    units, methods = [], {}
-    for node in tree.body:
-        if not isinstance(node, definitions):
-            continue
-        body_start = _body_start(node, lines)
-        units.append(Unit(node.name, *_span(node), None, body_start, _docstring(node)))
-        if isinstance(node, ast.ClassDef):
-            methods[len(units) - 1] = [
-                Unit(child.name, *_span(child), node.name, None, _docstring(child))
-                for child in node.body
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
-            ]
-    return units, methods
-
-
-def _code(lines: list[str], start: int, end: int, docstring: tuple[int, int] | None) -> str:
-    """Lines ``start`` to ``end`` without the docstring."""
-    if docstring and start <= docstring[0]:
-        return "".join(lines[start - 1 : docstring[0] - 1] + lines[docstring[1] : end])
-    return "".join(lines[start - 1 : end])
-
-
-def _closure(candidates: list[Unit], kept: list[Unit]) -> list[Unit]:
-    """``kept``, and the candidates that may call a function defined in a kept unit, to a
-    fixpoint (callers of callers: whether a function is guarded depends on its callers being
-    guarded).
-
-    A call counts as :mod:`portlint.calls` says.
-    """
-    kept = list(kept)
-    followed: set[int] = set()
-    while True:
-        new = [u for u in kept if id(u) not in followed]
-        if not new:
-            return kept
-        followed |= {id(u) for u in new}
-        anywhere: set[str] = set()
-        in_class: dict[str, set[str]] = {}
-        for unit in new:
-            names = unit.defined_names
-            anywhere |= {definition_key(name, unit.owner) for name in names}
-            if unit.owner is not None:
-                in_class.setdefault(unit.owner, set()).update(names)
-        calls = callers_anywhere(anywhere)
-        sought = {key.rpartition(".")[2] for key in anywhere}
-        own = {owner: callers_in_class(names) for owner, names in in_class.items()}
-        kept_ids = {id(u) for u in kept}
-        kept += [
-            u
-            for u in candidates
-            if id(u) not in kept_ids
-            and (
-                (not sought.isdisjoint(u.words) and calls.search(u.text))
-                or (
-                    u.owner in own
-                    and not in_class[u.owner].isdisjoint(u.words)
-                    and own[u.owner].search(u.text)
-                )
-            )
-        ]
-
-
-class _Module:
-    """A file's text and its module-level statements other than definitions (with their texts),
-    and the names these define, by what they mention."""
-
-    def __init__(self, source: str, statements: list[tuple[ast.stmt, str]]) -> None:
-        self.source, self.statements = source, statements
-        self._bound: dict[str, re.Pattern | None] = {}
-
-    def bound_by(self, mentions: re.Pattern) -> re.Pattern | None:
-        """The names that the statements ``mentions`` matches define, as one pattern: ``from
-        torch.cuda import nvtx`` defines ``nvtx``."""
-        if mentions.pattern not in self._bound:
-            names: set[str] = set()
-            for node, text in self.statements:
-                if mentions.search(text):
-                    names |= _defined_in(node)
-            self._bound[mentions.pattern] = words_pattern(names) if names else None
-        return self._bound[mentions.pattern]
-
-
-def _defined_in(node: ast.stmt) -> set[str]:
-    """The names ``node``'s imports define. Only imports: a name bound otherwise resolves to
-    nothing (``sync = torch.cuda.synchronize`` makes ``sync()`` no reference to torch; see
-    :mod:`portlint.analysis.scopes`)."""
-    return {
-        (alias.asname or alias.name).split(".")[0]
-        for child in ast.walk(node)
-        if isinstance(child, (ast.Import, ast.ImportFrom))
-        for alias in child.names
-    }
-
-
-# An import's names, up to the end of its statement (parenthesized or continued by backslashes).
+from portlint.speed.module_level import ModuleLevel, outside_units, unneeded_statements
+from portlint.speed.units import Unit, callers_closure, span_of, units_of, without_docstring
 
 
 class _Test:
@@ -229,7 +70,7 @@ class _Test:
     import mentioning one of its words defines, or as one of its words in an import of the text
     itself (a function's own ``from torch import int64``)."""
 
-    def __init__(self, entry: Entry, module: _Module) -> None:
+    def __init__(self, entry: Entry, module: ModuleLevel) -> None:
         self.pieces: list[tuple[list[re.Pattern], re.Pattern | None, re.Pattern | None]] = []
         for index, e in enumerate(entry.evidence):
             words = words_pattern(set(e.words)) if e.words else None
@@ -278,10 +119,6 @@ class Slice:
     idle: frozenset[str] = frozenset()
 
 
-def _mentions(text: str, triggers: tuple[str, ...], aliases: re.Pattern | None) -> bool:
-    return any(t in text for t in triggers) or bool(aliases and aliases.search(text))
-
-
 # A call of a subscript, `kernel[grid](...)`, as text; and what is no kernel launch there: a
 # builtin type or a class (`dict[str, int]()`, `Deque[int]()` make a container).
 SUBSCRIPT_CALL = re.compile(r"\](?=\s*\()")
@@ -322,7 +159,7 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
     """``source`` (parsed as ``tree``) with the units where the rules of ``entries`` cannot
     report left out; None: parse it whole; :data:`NOTHING`: no rule can report in it."""
     lines = split_lines(source)
-    units, methods = _units(tree, lines)
+    units, methods = units_of(tree, lines)
     leaves = [unit for index, unit in enumerate(units) if index not in methods] + [
         method for group in methods.values() for method in group
     ]
@@ -332,21 +169,23 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
     code_lines = split_lines(code_of(source))  # (emptied lines stay: the numbers hold)
     for unit in leaves:
         unit.text = "".join(lines[unit.start - 1 : unit.end])
-        unit.code = _code(code_lines, unit.start, unit.end, unit.docstring)
+        unit.code = without_docstring(code_lines, unit.start, unit.end, unit.docstring)
         if unit.body_start:
-            unit.body = _code(code_lines, unit.body_start, unit.end, unit.docstring)
+            unit.body = without_docstring(code_lines, unit.body_start, unit.end, unit.docstring)
     definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     statements = [
         (node, "".join(lines[node.lineno - 1 : node.end_lineno]))
         for node in tree.body
         if not isinstance(node, definitions)
     ]
-    module = _Module(source, statements)
+    module = ModuleLevel(source, statements)
     # The nine PORT4xx rules differ in name only: one test for them all.
     named, entries = entries, list({_unnamed(entry): entry for entry in entries}.values())
     tests = {entry: _Test(entry, module) for entry in entries}
     idle: set[Entry] = set()  # (unnamed)
-    outside = functools.cache(lambda: _outside(lines, leaves, tree))  # (before lines are dropped)
+    outside = functools.cache(
+        lambda: outside_units(lines, leaves, tree)
+    )  # (before lines are dropped)
     # What keeps a function's body: code a rule may report on, or a kernel defined in it.
     body_tests = [test for entry, test in tests.items() if not entry.at_launches]
     hits: list[Unit] = []
@@ -383,7 +222,7 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
         # every launch of `__file__` runs only on CUDA, which needs each and its callers.)
         seeds += [u for u in leaves if "__file__" in u.code]
     hits, seeds = list(dict.fromkeys(hits)), list(dict.fromkeys(seeds))
-    callers = _closure(leaves, seeds)  # (the seeds among them)
+    callers = callers_closure(leaves, seeds)  # (the seeds among them)
     kept = [*callers, *(u for u in launched if u not in callers)]
     headers = [
         u
@@ -411,12 +250,12 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
         _drop_lines(lines, unit.body_start, unit.end, keep_pass=True)
     emptied = {units[i].start for i, group in methods.items() if all(m in dropped for m in group)}
     triggers = tuple(dict.fromkeys(t for entry in entries for t in entry.triggers))
-    for start, end in _unneeded_statements(tree, lines, emptied, triggers, module):
+    for start, end in unneeded_statements(tree, lines, emptied, triggers, module):
         _drop_lines(lines, start, end, keep_pass=False)
         gone.add(start)
     if not gone and not headers and not dropped:
         return None
-    remaining = [node for node in tree.body if _span(node)[0] not in gone]
+    remaining = [node for node in tree.body if span_of(node)[0] not in gone]
     numbers = [number for number, line in enumerate(lines, 1) if line]
     idle_rules = frozenset(entry.name for entry in named if _unnamed(entry) in idle)
     return Slice("".join(lines), remaining, numbers, idle_rules)
@@ -425,109 +264,6 @@ def slice_source(source: str, tree: ast.Module, entries: Sequence[Entry]) -> Sli
 def _unnamed(entry: Entry) -> Entry:
     """``entry`` without what names its rule: rules that differ only in that need one test."""
     return entry._replace(module="", name="")
-
-
-def _outside(lines: list[str], leaves: list[Unit], tree: ast.Module) -> str:
-    """The text outside the units and the module-level imports: module-level and class-level
-    code (an import holds no finding; the names it defines are looked for in the units). A line
-    that an import shares with another statement (``import torch; x = torch.device("cuda")``)
-    is outside."""
-    inside = bytearray(len(lines))
-    for unit in leaves:
-        inside[unit.start - 1 : unit.end] = b"\x01" * (unit.end - unit.start + 1)
-    imports = (ast.Import, ast.ImportFrom)
-    others = {
-        line
-        for node in tree.body
-        if not isinstance(node, imports)
-        for line in range(_span(node)[0], _span(node)[1] + 1)
-    }
-    for node in tree.body:
-        if isinstance(node, imports):
-            start, end = _span(node)
-            for line in range(start, end + 1):
-                if line not in others:
-                    inside[line - 1] = 1
-    return "".join(line for line, within in zip(lines, inside, strict=True) if not within)
-
-
-SIMPLE_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)
-WORD = re.compile(r"\w+")
-
-
-def _unneeded_statements(
-    tree: ast.Module,
-    lines: list[str],
-    emptied: set[int],
-    triggers: tuple[str, ...],
-    module: _Module,
-) -> list[tuple[int, int]]:
-    """The spans of the module-level imports, assignments, expressions and classes whose methods
-    are all dropped (``emptied``: their first lines) that nothing kept can need, to a fixpoint:
-    they define no name that kept code mentions (so no name resolves otherwise), mention no
-    function that kept code defines (so no caller the platform model counts, and no kernel launch,
-    is lost), and, but for imports (which hold no finding), mention no trigger. A statement that
-    shares a line with another stays. ``lines`` are those of the cut so far.
-
-    Where a module-level statement other than an import or a definition mentions a trigger, a
-    rule looks at the module's own code in order (a capture's warm-up calls, say): only imports
-    go."""
-    aliases = module.bound_by(literally(triggers))
-    spans = [_span(node) for node in tree.body]
-    texts = ["".join(lines[start - 1 : end]) for start, end in spans]
-    imports = (ast.Import, ast.ImportFrom)
-    definitions = (*imports, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    in_order = any(
-        _mentions(text, triggers, aliases)
-        for node, text in zip(tree.body, texts, strict=True)
-        if not isinstance(node, definitions)
-    )
-    shared = {
-        index
-        for index, ((_, a_end), (b_start, _)) in enumerate(itertools.pairwise(spans))
-        if a_end >= b_start
-    }
-    shared |= {index + 1 for index in shared}
-    candidates: dict[tuple[int, int], tuple[set[str], set[str], str]] = {}
-    needed: list[str] = []
-    for index, (node, span, text) in enumerate(zip(tree.body, spans, texts, strict=True)):
-        if index in shared:
-            needed.append(text)
-        elif isinstance(node, imports):
-            if any(alias.name == "*" for alias in node.names):
-                needed.append(text)  # defines names no one can list
-            else:
-                candidates[span] = _bound_names(node), set(), text
-        elif not in_order and (
-            isinstance(node, SIMPLE_STATEMENTS)  # mentions no trigger, as checked above
-            or (span[0] in emptied and not _mentions(text, triggers, aliases))
-        ):
-            candidates[span] = _bound_names(node), set(WORD.findall(text)), text
-        else:
-            needed.append(text)
-    if not candidates:
-        return []
-    needed_words, defined = set(WORD.findall("".join(needed))), set(DEF.findall("".join(needed)))
-    changed = True
-    while changed:
-        changed = False
-        for span, (bound, words, text) in list(candidates.items()):
-            if not bound.isdisjoint(needed_words) or not words.isdisjoint(defined):
-                del candidates[span]
-                needed_words |= words
-                defined.update(DEF.findall(text))
-                changed = True
-    return list(candidates)
-
-
-def _bound_names(node: ast.stmt) -> set[str]:
-    if isinstance(node, ast.ClassDef):
-        return {node.name}
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-    return {
-        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }
 
 
 def _drop_lines(lines: list[str], start: int, end: int, keep_pass: bool) -> None:
