@@ -22,8 +22,8 @@ from pathlib import Path
 from portlint.catalog import GUARDABLE
 from portlint.config import Overrides, find_pyproject, load_settings
 from portlint.discovery import discover
-from portlint.engine import lint_files
 from portlint.index import project as index_project
+from portlint.run import lint_files
 
 # Identifier characters kept, every other byte a space: a module's words are its split.
 _WORD_BYTES = bytes(range(48, 58)) + bytes(range(65, 91)) + bytes(range(97, 123)) + b"_"

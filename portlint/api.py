@@ -29,17 +29,13 @@ from pathlib import Path
 from portlint.cache import Cache
 from portlint.config import ConfigError, Configurations, Overrides
 from portlint.discovery import discover, is_excluded
-from portlint.engine import (
-    FILE_TIME_LIMIT,
-    FixResult,
-    RunResult,
-    fix_source,
-    lint_files,
-    lint_source,
-)
+from portlint.engine import lint_source
 from portlint.findings import Violation
+from portlint.fix_rounds import FixResult, fix_source
+from portlint.run import RunResult, lint_files
 from portlint.settings import Settings
 from portlint.speed.process import without_cycle_collection
+from portlint.workers import FILE_TIME_LIMIT
 
 __all__ = [
     "ConfigError",
@@ -153,11 +149,11 @@ def lint_groups(
     reuse_run: bool = False,
     time_limit: float = FILE_TIME_LIMIT,
 ) -> RunResult:
-    """Lint each group of files with its settings (see :func:`portlint.engine.lint_files`);
+    """Lint each group of files with its settings (see :func:`portlint.run.lint_files`);
     ``cache_for(settings)``: the cache of a group, or None. Caches are saved here.
     ``progress(done, total)`` counts on across the groups. ``project``: each group is one
     project for the project index (the files that share a configuration). ``reuse_run``, ``time_limit``:
-    see :func:`~portlint.engine.lint_files`."""
+    see :func:`~portlint.run.lint_files`."""
     total = RunResult()
     for settings_, files in groups.items():
         cache = cache_for(settings_)

@@ -21,15 +21,17 @@ from portlint.cache import clean as clean_cache
 from portlint.changes import ChangesError, changed_lines_of, on_changed_lines
 from portlint.config import ConfigError, Configurations, Overrides, inline_table
 from portlint.discovery import is_excluded
-from portlint.engine import FILE_TIME_LIMIT, fix_source, lint_source, write_source
+from portlint.engine import lint_source
 from portlint.errors import BrokenRules
 from portlint.findings import Silenced, Violation, applicable, split_lines
+from portlint.fix_rounds import fix_source
 from portlint.formats import FORMATS, Context, OutputFormat, repository_root
 from portlint.index.project import Project
 from portlint.registry import all_rules, check_catalog_lists_every_rule
 from portlint.reporters import fixed_summary, fixes_report, held_back, summary
 from portlint.settings import Settings
-from portlint.sources import SourceError, decode_source, read_source
+from portlint.sources import SourceError, decode_source, read_source, write_source
+from portlint.workers import FILE_TIME_LIMIT
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 

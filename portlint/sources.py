@@ -1,5 +1,6 @@
 """Reading a Python file's text as Python reads it: its bytes (a regular file only), their
-encoding (PEP 263 declarations, as Python finds them), and a diagnostic where that fails."""
+encoding (PEP 263 declarations, as Python finds them), and a diagnostic where that fails; and
+writing it back in the same encoding."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import os
 import re
 import stat
 import tokenize
+from pathlib import Path
 
+from portlint.atomic import write_atomically
 from portlint.bounds import compile_quietly
 from portlint.findings import Violation
 
@@ -89,3 +92,34 @@ def _compiles(data: bytes) -> bool:
 def _line_col(data: bytes, offset: int) -> tuple[int, int]:
     line = data.count(b"\n", 0, offset) + 1
     return line, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+
+
+def write_source(path: str, text: str) -> None:
+    """Replace ``path``'s text atomically, keeping its encoding (and BOM), its permissions and
+    its owner.
+
+    The new text goes to a temporary file in the same folder, which is then renamed over the file
+    (the target of a symbolic link, not the link; see :func:`portlint.fix_rounds.fix_source` for a link that leads out
+    of the project). Refused, with the file left as it is: a read-only file; a file with other
+    hard links (a rename would split them, and writing in place could leave it half written);
+    a file of another user (unless run as root, which gives the new file the old one's owner).
+    """
+    target = os.path.realpath(path)
+    data = Path(target).read_bytes()
+    info = os.stat(target)
+    if not info.st_mode & stat.S_IWUSR:
+        raise PermissionError(f"{path}: file is read-only; not fixed")
+    if info.st_nlink > 1:
+        raise PermissionError(f"{path}: file has {info.st_nlink} hard links; not fixed")
+    try:
+        encoding = source_encoding(data)
+        data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError):  # (read with bytes replaced: see decode_source)
+        raise OSError("not valid utf-8; not fixed") from None
+    owner = None
+    if hasattr(os, "geteuid") and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+        if os.geteuid() not in (0, info.st_uid):
+            raise PermissionError(f"{path}: file is owned by another user; not fixed")
+        owner = (info.st_uid, info.st_gid)
+    # ("utf-8-sig" keeps a BOM.)
+    write_atomically(target, text.encode(encoding), info.st_mode, owner)

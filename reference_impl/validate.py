@@ -60,7 +60,7 @@ def load_seed(name: str):
 
 def load_portlint_fixed_seed(name: str):
     """Step (4): the buggy seed after ``portlint check --fix --unsafe-fixes``, as a module."""
-    from portlint.engine import fix_source
+    from portlint.fix_rounds import fix_source
     from portlint.registry import all_rules
     from portlint.settings import Settings
 

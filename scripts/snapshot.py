@@ -42,7 +42,7 @@ def release_lines(root: Path, table: dict | None = None) -> list[str]:
     ``table``: settings laid over (as ``--config 'KEY = VALUE'``)."""
     from portlint.config import Overrides, load_settings
     from portlint.discovery import discover
-    from portlint.engine import lint_files
+    from portlint.run import lint_files
 
     packages = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     os.chdir(root)

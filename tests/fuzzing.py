@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 from portlint.bounds import TOO_DEEP, TOO_LARGE
 from portlint.catalog import CATALOG
-from portlint.engine import fix_source, lint_source
+from portlint.engine import lint_source
 from portlint.findings import applicable
+from portlint.fix_rounds import fix_source
 from portlint.settings import Settings
 from portlint.sources import SourceError, decode_source
 from portlint.speed.gate import codes_with_triggers_in

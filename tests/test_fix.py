@@ -7,9 +7,9 @@ import os
 import shutil
 import stat
 
-from portlint import engine
-from portlint.engine import fix_source
+from portlint import fix_rounds
 from portlint.findings import UNSAFE, Edit, Fix, Violation
+from portlint.fix_rounds import fix_source
 from portlint.settings import Settings
 from tests.helpers import REPO, run_cli
 
@@ -123,7 +123,7 @@ def test_json_fix_field_has_ruffs_shape(tmp_path):
 def test_a_fix_that_would_not_parse_is_dropped_and_reported(monkeypatch):
     broken = Fix(UNSAFE, "break it", (Edit(1, 1, 2, 1, "def (:\n"),))
     finding = Violation("a.py", 1, 1, "PORT101", "m", fix=broken)
-    monkeypatch.setattr(engine, "lint_source", lambda path, source, settings, **_: [finding])
+    monkeypatch.setattr(fix_rounds, "lint_source", lambda path, source, settings, **_: [finding])
     result = fix_source("a.py", "x = 1\n", Settings(), unsafe=True)
     assert result.source == "x = 1\n"
     assert result.dropped == ["a.py:1: PORT101: the fixed code would not parse"]

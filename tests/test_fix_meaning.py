@@ -26,7 +26,7 @@ from portlint.cuda_api import (
     since,
     suggestion,
 )
-from portlint.engine import fix_source
+from portlint.fix_rounds import fix_source
 from portlint.registry import all_rules
 from portlint.settings import Settings
 from tests.helpers import REPO, lint

@@ -15,12 +15,13 @@ import libcst as cst
 import libcst.matchers as m
 import pytest
 
-from portlint import engine, fix, visit
+from portlint import fix, fix_rounds, visit
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.positions import PositionProvider
 from portlint.catalog import CATALOG
-from portlint.engine import fix_source, lint_source
+from portlint.engine import lint_source
 from portlint.findings import UNSAFE, Edit, Fix, Violation, line_edits
+from portlint.fix_rounds import fix_source
 from portlint.registry import all_rules
 from portlint.settings import Settings
 from tests.helpers import REPO, run_cli
@@ -218,7 +219,7 @@ def _count_calls(monkeypatch, module, name: str) -> list:
 def test_a_file_of_400_findings_is_fixed_in_one_round_of_one_lint_and_one_parse(monkeypatch):
     """Every fix needs `import torch` (the module has none): they share it."""
     source = "import numpy\n\n" + "".join(f"x{i} = t.cuda()\n" for i in range(MANY))
-    lints = _count_calls(monkeypatch, engine, "lint_source")
+    lints = _count_calls(monkeypatch, fix_rounds, "lint_source")
     parses = _count_calls(monkeypatch, visit, "parses")
     result = fix_source("m.py", source, EVERY_RULE, unsafe=True)
     assert result.applied == {"PORT102": MANY}
@@ -261,7 +262,9 @@ def test_fixes_that_break_the_parse_are_found_by_halves(monkeypatch):
         for i, new in enumerate(f"x{i} = 2\n" if i != 5 else "x5 = (\n" for i in range(8))
     ]
     monkeypatch.setattr(
-        engine, "lint_source", lambda path, text, settings, **_: findings if text == lines else []
+        fix_rounds,
+        "lint_source",
+        lambda path, text, settings, **_: findings if text == lines else [],
     )
     parses = _count_calls(monkeypatch, visit, "parses")
     result = fix_source("m.py", lines, Settings(), unsafe=True)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from portlint.catalog import CATALOG
 from portlint.discovery import discover
-from portlint.engine import lint_files, lint_source
+from portlint.engine import lint_source
+from portlint.run import lint_files
 from portlint.settings import Settings
 from portlint.speed.cut import NOTHING
 from portlint.speed.gate import codes_with_triggers_in, shows_evidence

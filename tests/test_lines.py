@@ -56,7 +56,7 @@ def test_add_noqa_counts_lines_as_python_does():
 
 def test_a_fix_edits_its_own_line_after_old_mac_line_endings():
     """Fix edits count lines as the findings do: a lone ``\\r`` ends a line."""
-    from portlint.engine import fix_source
+    from portlint.fix_rounds import fix_source
 
     source = "x = 1\ry = 2  # noqa: PORT102\rz = 3\r"
     result = fix_source("m.py", source, Settings(select=frozenset({"PORT001", "PORT102"})))

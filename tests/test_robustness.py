@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from portlint import engine
+from portlint import job
 from portlint.bounds import MAX_DEPTH, TOO_DEEP, TOO_LARGE
 from portlint.catalog import CATALOG
 from portlint.discovery import discover
-from portlint.engine import fix_source, lint_files, lint_source
+from portlint.engine import lint_source
+from portlint.fix_rounds import fix_source
+from portlint.run import lint_files
 from portlint.settings import Settings
 from tests.helpers import BUGGY, run_cli, settings_for, tree
 
@@ -138,7 +140,7 @@ def test_a_file_that_kills_its_process_or_never_ends_is_that_files_diagnostic(
     """The run goes on with every other file's findings, in a pool and in a run of a few files
     (one worker forked for them, where they once ran in this process, unguarded)."""
     tree(tmp_path, {"a.py": BUGGY, **{f"m{i}.py": BUGGY for i in range(others)}})
-    monkeypatch.setattr(engine, "lint_source", plant(engine.lint_source))
+    monkeypatch.setattr(job, "lint_source", plant(job.lint_source))
     settings = settings_for(tmp_path)
     files, _ = discover([tmp_path], settings)
     result = lint_files(files, settings, jobs=jobs, time_limit=1.5)
@@ -159,7 +161,7 @@ def test_a_file_out_of_time_is_not_cached(tmp_path, monkeypatch):
     from portlint.cache import Cache
 
     tree(tmp_path, {"a.py": BUGGY, "b.py": BUGGY})
-    monkeypatch.setattr(engine, "lint_source", _stuck_on_a(engine.lint_source))
+    monkeypatch.setattr(job, "lint_source", _stuck_on_a(job.lint_source))
     settings = settings_for(tmp_path)
     files, _ = discover([tmp_path], settings)
     cache = Cache(tmp_path, settings, fix_edits=True)
@@ -384,7 +386,7 @@ def test_a_file_edited_during_a_run_is_linted_again_by_the_next(tmp_path, monkey
     """The file is edited after it was read (while it is being linted): what is cached is the
     content that was read, with the status it had then, so the next run reads it again."""
     tree(tmp_path, CACHED_TREE)
-    real = engine.lint_source
+    real = job.lint_source
     edited = tmp_path / "src" / "clean.py"
 
     def edit_while_linting(path, source, settings, **options):
@@ -393,10 +395,10 @@ def test_a_file_edited_during_a_run_is_linted_again_by_the_next(tmp_path, monkey
             os.utime(edited, ns=(2_000_000_000, 2_000_000_000))
         return real(path, source, settings, **options)
 
-    monkeypatch.setattr(engine, "lint_source", edit_while_linting)
+    monkeypatch.setattr(job, "lint_source", edit_while_linting)
     first = _json_findings(tmp_path, "-j", "1")
     assert not [f for f in first if f["filename"].endswith("clean.py")]
-    monkeypatch.setattr(engine, "lint_source", real)
+    monkeypatch.setattr(job, "lint_source", real)
     found = [f["code"] for f in _json_findings(tmp_path) if f["filename"].endswith("clean.py")]
     assert found == ["PORT102"]
 
@@ -584,7 +586,7 @@ def test_a_long_run_of_parentheses_in_a_string_is_searched_once():
 )
 def test_the_command_line_sets_the_time_limit_and_refuses_one_of_zero(tmp_path, monkeypatch):
     tree(tmp_path, {"a.py": BUGGY, "b.py": BUGGY})
-    monkeypatch.setattr(engine, "lint_source", _stuck_on_a(engine.lint_source))
+    monkeypatch.setattr(job, "lint_source", _stuck_on_a(job.lint_source))
     result = run_cli("check", ".", "--no-cache", "--file-time-limit", "0.5", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     lines = result.stdout.splitlines()

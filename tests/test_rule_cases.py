@@ -65,7 +65,7 @@ FIXED = [
 
 @pytest.mark.parametrize(("code", "case"), FIXED)
 def test_fix_turns_the_invalid_case_into_its_fixed_form(code, case):
-    from portlint.engine import fix_source
+    from portlint.fix_rounds import fix_source
     from portlint.settings import Settings
 
     settings = Settings(select=frozenset({code, *all_rules()[code].CASES_ALSO_SELECT}))

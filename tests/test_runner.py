@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from portlint import engine
+from portlint import job
 from portlint.discovery import discover
-from portlint.engine import lint_files, lint_source
+from portlint.engine import lint_source
+from portlint.run import lint_files
 from portlint.settings import Settings
 from tests.helpers import BUGGY, REPO, run_cli, settings_for, tree
 
@@ -31,14 +32,14 @@ def test_parallel_run_finds_the_same_as_a_serial_one(tmp_path):
 
 def test_a_crash_on_one_file_is_reported_and_the_run_goes_on(tmp_path, monkeypatch):
     tree(tmp_path, {"a.py": BUGGY, "b.py": BUGGY})
-    real = engine.lint_source
+    real = job.lint_source
 
     def flaky(path, source, settings, **options):
         if path.endswith("a.py"):
             raise RecursionError("too deep")
         return real(path, source, settings, **options)
 
-    monkeypatch.setattr(engine, "lint_source", flaky)
+    monkeypatch.setattr(job, "lint_source", flaky)
     settings = settings_for(tmp_path)
     files, _ = discover([tmp_path], settings)
     result = lint_files(files, settings, jobs=1)
@@ -48,11 +49,12 @@ def test_a_crash_on_one_file_is_reported_and_the_run_goes_on(tmp_path, monkeypat
 
 
 def test_the_pool_is_no_larger_than_the_files_can_keep_busy():
-    from portlint.engine import MIN_FILES_PER_WORKER, Job, _Runner
+    from portlint.job import Job
+    from portlint.workers import MIN_FILES_PER_WORKER, Runner
 
-    assert _Runner(16, 20).workers == 20 // MIN_FILES_PER_WORKER  # 2, not 16, for 20 files
-    assert _Runner(2, 3000).workers == 2
-    with _Runner(16, 10) as runner:  # too few files for a pool: one worker, once all are in
+    assert Runner(16, 20).workers == 20 // MIN_FILES_PER_WORKER  # 2, not 16, for 20 files
+    assert Runner(2, 3000).workers == 2
+    with Runner(16, 10) as runner:  # too few files for a pool: one worker, once all are in
         assert runner.workers == 1
         for n in range(10):
             runner.submit(Job(f"m{n}.py", "x = 1\n", Settings(), False, ["PORT101"], False, False))
@@ -139,9 +141,9 @@ def test_a_worker_not_started_yet_is_never_taken_for_one_past_its_time():
     """A pool's workers start as jobs come: the place of one not started runs no job (with
     its place zeroed, job 0 "since" the clock's start would have been overdue, and process 0 to
     stop is this process's whole group)."""
-    from portlint.engine import _Runner
+    from portlint.workers import Runner
 
-    with _Runner(2, 100, time_limit=0.001) as runner:
+    with Runner(2, 100, time_limit=0.001) as runner:
         runner._start_pool([], None)
         runner._stop_overdue()
         assert runner.stopped == set()

@@ -38,7 +38,7 @@ PROJECT = {
     "pkg/fi/ops.py": NEEDS_FLASHINFER,
     "pkg/direct.py": "import torch\n\nfrom pkg.fi.ops import run\n\n\n"
     "def step(x):\n    torch.cuda.synchronize()\n",
-    # Enough files for a pool of workers to start (engine.MIN_FILES_PER_WORKER).
+    # Enough files for a pool of workers to start (workers.MIN_FILES_PER_WORKER).
     **{f"pkg/more/m{i}.py": f"import torch\n\n\ndef f{i}():\n    return torch.device('cuda')\n"
        for i in range(20)},
 }  # fmt: skip
