@@ -14,7 +14,9 @@ from pathlib import Path
 from portlint.cache import Cache, Cached, digest, file_stamp
 from portlint.engine import judged_by_project
 from portlint.findings import Silenced, Violation
-from portlint.index.project import Project, join_key, module_name, namespace_of
+from portlint.index.joins import join_key
+from portlint.index.modules import module_name, namespace_of
+from portlint.index.project import Project
 from portlint.index.reading import RETURNS_AMBIENT_STREAM, stream_helpers
 from portlint.index.store import STREAM_HELPERS, Facts, IndexStore
 from portlint.job import Job
@@ -302,7 +304,7 @@ def _with_stream_helpers(
 
 def _top_packages(files: list[Path]) -> frozenset[str]:
     """The top-level packages (and modules) that ``files`` belong to, as Python imports them,
-    and the namespace packages they may be parts of (:func:`~portlint.index.project.
+    and the namespace packages they may be parts of (:func:`~portlint.index.modules.
     namespace_of`): the project's code may import them by either name."""
     folders: dict[str, str] = {}
     found: set[str] = set()

@@ -6,7 +6,7 @@ top-level packages the run's tree holds (uses of other libraries are not kept), 
 settings: one store per (portlint build, packages). Its table holds, per file, the stamp and the
 digest of the bytes the facts were read from (as in :mod:`portlint.cache`), where its facts are,
 and what every run asks of every module without reading its facts: their
-:func:`~portlint.index.project.join_shape` and the module's stream helpers.
+:func:`~portlint.index.joins.join_shape` and the module's stream helpers.
 
 The facts themselves are appended, as JSON, to a pack file in the store's folder
 (``facts-<generation>.pack``), and read from it (offset, length) only where a run asks for that
@@ -18,7 +18,7 @@ pack rewritten since) are read again from the source, and stored again. A pack h
 twice what the table names is rewritten as a new generation; a pack that no entry names is
 removed once no run can still be reading it.
 
-Beside them, the verdicts of the last joins and the :func:`~portlint.index.project.join_key`
+Beside them, the verdicts of the last joins and the :func:`~portlint.index.joins.join_key`
 they were made for. A table or verdict that cannot be read is empty.
 """
 
@@ -36,7 +36,7 @@ from typing import Any, BinaryIO
 
 from portlint.atomic import write_atomically
 from portlint.cache import build_stamp, digest, file_stamp, load_table, save_table, table_name
-from portlint.index.project import join_shape
+from portlint.index.joins import join_shape
 from portlint.settings import Settings
 from portlint.sources import SourceError, read_source
 
