@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from portlint.analysis.names import dotted_name, is_cuda_device_literal
-from portlint.analysis.parents import ParentProvider
+from portlint.analysis.parents import parent_of
 from portlint.analysis.walk import children
 
 DEFAULT_DEVICE_EXPRESSION = "torch.accelerator.current_accelerator()"
@@ -101,28 +101,24 @@ def message_device(rule, node: cst.CSTNode) -> ScopeDevice:
     return device_in_scope(rule, node, node) or default_device(rule)
 
 
-def _parent(rule, node: cst.CSTNode) -> cst.CSTNode | None:
-    return rule.get_metadata(ParentProvider, node, None)
-
-
 def _function_holding(rule, node: cst.CSTNode) -> cst.FunctionDef | None:
     """The innermost function whose body holds ``node`` (its parameters, decorators and
     annotations are evaluated where the ``def`` is)."""
-    child, current = node, _parent(rule, node)
+    child, current = node, parent_of(rule, node)
     while current is not None:
         if isinstance(current, cst.FunctionDef) and child is current.body:
             return current
-        child, current = current, _parent(rule, current)
+        child, current = current, parent_of(rule, current)
     return None
 
 
 def _statement_in(rule, node: cst.CSTNode, block: cst.CSTNode | None) -> cst.CSTNode | None:
     """The statement holding ``node``: the one in ``block``'s body, or (None) the innermost."""
-    child, current = node, _parent(rule, node)
+    child, current = node, parent_of(rule, node)
     while current is not None:
         if current is block if block is not None else isinstance(child, cst.BaseStatement):
             return child
-        child, current = current, _parent(rule, current)
+        child, current = current, parent_of(rule, current)
     return None
 
 
@@ -219,8 +215,8 @@ def _self_device(
     ``device`` property), if it is set before ``node``."""
     if list(params)[:1] != ["self"]:
         return None
-    block = _parent(rule, function)
-    class_def = _parent(rule, block) if isinstance(block, cst.IndentedBlock) else None
+    block = parent_of(rule, function)
+    class_def = parent_of(rule, block) if isinstance(block, cst.IndentedBlock) else None
     if not isinstance(class_def, cst.ClassDef):
         return None
     methods = [s for s in class_def.body.body if isinstance(s, cst.FunctionDef)]

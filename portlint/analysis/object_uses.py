@@ -17,7 +17,7 @@ import libcst as cst
 
 from portlint.analysis.device_scope import walk
 from portlint.analysis.names import dotted_name, method_name, qualified_names
-from portlint.analysis.parents import ParentProvider
+from portlint.analysis.parents import parent_of
 from portlint.facts import CAPTURE_CONTEXTS, SET_STREAM_FUNCTIONS, STREAM_CONTEXTS
 
 # Stream and event methods that take a stream or an event, and the torch APIs that take a stream.
@@ -27,26 +27,22 @@ TAKING_METHODS = frozenset(
 TAKING_FUNCTIONS = STREAM_CONTEXTS | SET_STREAM_FUNCTIONS | CAPTURE_CONTEXTS
 
 
-def _parent(rule, node: cst.CSTNode) -> cst.CSTNode | None:
-    return rule.get_metadata(ParentProvider, node, None)
-
-
 def uses_only(rule, call: cst.Call, members: frozenset[str]) -> bool:
     """Whether every use of the value of ``call`` is one an object with ``members`` allows."""
-    parent = _parent(rule, call)
+    parent = parent_of(rule, call)
     if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
         return _bound_uses(rule, parent.targets[0].target, members)
     return _use(rule, call, members)
 
 
 def _use(rule, node: cst.CSTNode, members: frozenset[str]) -> bool:
-    parent = _parent(rule, node)
+    parent = parent_of(rule, node)
     if isinstance(parent, cst.Attribute):
         return parent.attr.value in members
     if isinstance(parent, (cst.WithItem, cst.Expr, cst.Comparison, cst.ComparisonTarget)):
         return True
     if isinstance(parent, cst.Arg):
-        called = _parent(rule, parent)
+        called = parent_of(rule, parent)
         return isinstance(called, cst.Call) and (
             method_name(called) in TAKING_METHODS
             or bool(qualified_names(rule, called.func) & TAKING_FUNCTIONS)
@@ -139,16 +135,16 @@ def made_by(rule, value: cst.BaseExpression, maker: Callable[[cst.Call], bool]) 
 
 
 def _is_attribute_name(rule, name: cst.Name) -> bool:
-    parent = _parent(rule, name)
+    parent = parent_of(rule, name)
     return isinstance(parent, cst.Attribute) and parent.attr is name
 
 
 def _is_rebinding(rule, node: cst.CSTNode) -> bool:
-    return isinstance(_parent(rule, node), cst.AssignTarget)
+    return isinstance(parent_of(rule, node), cst.AssignTarget)
 
 
 def _scope(rule, node: cst.CSTNode) -> cst.CSTNode:
-    current = _parent(rule, node)
+    current = parent_of(rule, node)
     while current is not None and not isinstance(current, cst.FunctionDef):
-        current = _parent(rule, current)
+        current = parent_of(rule, current)
     return current if current is not None else rule.module

@@ -25,3 +25,9 @@ class ParentProvider(BaseMetadataProvider[cst.CSTNode]):
             for child in children(node):
                 parents[child] = node
                 pending.append(child)
+
+
+def parent_of(rule, node: cst.CSTNode) -> cst.CSTNode | None:
+    """``node``'s parent, as the :class:`ParentProvider` of ``rule`` (a visitor that depends on
+    it) gives it; None at the module."""
+    return rule.get_metadata(ParentProvider, node, None)

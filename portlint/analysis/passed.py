@@ -14,17 +14,40 @@ from __future__ import annotations
 import libcst as cst
 
 from portlint.analysis.device_scope import walk
+from portlint.analysis.parameter_reads import reads_value
 from portlint.calls import RECEIVERS
 
 
+def unused_default(
+    module: cst.Module, owner: cst.CSTNode | None, parameter: cst.Param
+) -> str | None:
+    """Why the default of ``parameter`` of ``owner`` (a function or a lambda) is never used, if
+    it is not: the function never uses the value it came with, or it is private and every
+    caller in ``module`` passes it."""
+    name = parameter.name.value
+    if isinstance(owner, (cst.FunctionDef, cst.Lambda)) and not reads_value(owner.body, name):
+        return f"the function never uses the value of `{name}`"
+    if isinstance(owner, cst.FunctionDef) and passed_by_every_caller(module, owner, parameter):
+        return f"every caller of the private `{owner.name.value}` passes it"
+    return None
+
+
 def passed_by_every_caller(
-    module: cst.Module, function: cst.FunctionDef, owner: str | None, parameter: cst.Param
+    module: cst.Module, function: cst.FunctionDef, parameter: cst.Param
 ) -> bool:
-    """Whether ``function`` (defined in class ``owner``, or None) is private, has a caller in
-    ``module``, and every one of them passes ``parameter``."""
+    """Whether ``function`` is private, has a caller in ``module``, and every one of them passes
+    ``parameter``."""
     name = function.name.value
     if not name.startswith("_") or name.endswith("__"):
         return False
+    owner = next(
+        (
+            c.name.value
+            for c in walk(module)
+            if isinstance(c, cst.ClassDef) and any(s is function for s in c.body.body)
+        ),
+        None,
+    )
     position = _position(function, parameter, owner)
     nodes = list(walk(module))
     calls = [n for n in nodes if isinstance(n, cst.Call) and _names(n.func, name, owner)]

@@ -1,12 +1,14 @@
-from typing import cast
-
 import libcst as cst
 
-from portlint.analysis.device_scope import default_device, device_type, fix_device, message_device
+from portlint.analysis.device_literals import (
+    cuda_device_literals,
+    forces_float32,
+    report_device_call,
+    report_device_string,
+)
+from portlint.analysis.device_scope import device_type, message_device
 from portlint.analysis.names import (
     argument,
-    built_device_string,
-    code_of,
     dotted_name,
     is_cuda_device_literal,
     keyword,
@@ -15,13 +17,12 @@ from portlint.analysis.names import (
     resolves_to,
 )
 from portlint.analysis.parents import ParentProvider
-from portlint.analysis.passed import passed_by_every_caller
+from portlint.analysis.passed import unused_default
 from portlint.analysis.scopes import NameProvider
+from portlint.analysis.stand_ins import fake_tensors, mock_data
 from portlint.evidence import CUDA_DEVICE_ARGUMENT
-from portlint.findings import UNSAFE, Fix
-from portlint.fix import Rewrite
 from portlint.platform import words
-from portlint.rule import Invalid, Quiet, Rule
+from portlint.rule import Invalid, Rule
 
 TORCH_DEVICE = ("torch.device",)
 AUTOCASTS = ("torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast")
@@ -31,32 +32,11 @@ DEVICE_TYPE_FIRST = (
     "torch.get_device_module",
 )  # fmt: skip
 # The float32 dtype as written (torch's autocast supports it on CUDA only).
-FLOAT32 = frozenset({"torch.float32", "torch.float"})
-# unittest.mock's makers of stand-ins (also through `mock.`, `mocker.`), pytest's
-# `monkeypatch.setattr` (its value is the stand-in), and what a mock is told to return or asserted
-# to have been called with: a device there is data, nothing runs on it.
-MOCK_MAKERS = frozenset({
-    "Mock", "MagicMock", "NonCallableMock", "NonCallableMagicMock", "AsyncMock", "PropertyMock",
-    "create_autospec", "patch", "patch.object", "patch.dict", "patch.multiple", "mock.call",
-    "monkeypatch.setattr",
-    "assert_called_with", "assert_called_once_with", "assert_any_call", "assert_has_calls",
-    "assert_awaited_with", "assert_awaited_once_with",
-})  # fmt: skip
-MOCK_ANSWERS = frozenset({"return_value", "side_effect"})
-# torch's mode whose tensors are fake (`torch._subclasses.fake_tensor.FakeTensorMode`).
-FAKE_MODE = "FakeTensorMode"
-# Why a device named CUDA is a finding: the detail of each.
-OFF_CUDA = (
-    "Off NVIDIA and AMD GPUs (on XPU, NPU, MPS or the CPU) it fails, or puts tensors where the"
-    " rest of the program is not."
-)
 # Why a device type named CUDA is a finding (an autocast's, a generator's).
 TYPE_OFF_CUDA = (
     "Off NVIDIA and AMD GPUs (on XPU, NPU, MPS or the CPU) it acts for CUDA, not for the device"
     " in use."
 )
-# The message of a device named CUDA with an index: the index is kept, the type replaced.
-INDEX_KEPT = "hardcodes CUDA; keep the index, use the device type in use"
 
 
 class HardcodedCudaDevice(Rule):
@@ -397,220 +377,29 @@ class HardcodedCudaDevice(Rule):
         ),
     ]
 
-    def _indexed(self, literal: cst.BaseExpression) -> cst.BaseExpression | None:
-        """The CUDA device ``literal`` names with its type replaced and its index kept
-        (``"cuda:1"``, ``f"cuda:{i}"``, ``"cuda:%d" % i``); None where it names no index."""
-        built = built_device_string(literal)
-        if built is not None:  # (`"cuda:%d" % i` -> `(<type> + ":%d") % i`)
-            rest = f"{built.quote}{str(built.evaluated_value)[len('cuda') :]}{built.quote}"
-            typed = cst.parse_expression(f"({device_type(default_device(self))} + {rest})")
-            return cast(cst.BaseExpression, literal.deep_replace(built, typed))
-        if isinstance(literal, cst.FormattedString) and len(literal.parts) > 1:
-            inner = "'" if '"' in literal.start else '"'  # (the same quote ends it before 3.12)
-            kind = device_type(default_device(self), inner)
-            parts = [
-                cst.FormattedStringExpression(cst.parse_expression(kind)),
-                cst.FormattedStringText(":"),
-                *literal.parts[1:],
-            ]
-            return literal.with_changes(parts=parts)
-        text = (
-            literal.evaluated_value
-            if isinstance(literal, cst.SimpleString)
-            else cst.Module([]).code_for_node(literal)[2:-1]
-        )
-        _, _, index = str(text).partition(":")
-        kind = device_type(default_device(self))
-        return cst.parse_expression(f"torch.device({kind}, {index})") if index else None
-
-    def _fix(self, old: cst.CSTNode, new: cst.BaseExpression) -> Fix | None:
-        code = code_of(new)  # (on one line: it titles the fix)
-        rewrite = Rewrite(replace={id(old): new}, imports={"torch"} if "torch." in code else set())
-        return self.build_fix(rewrite, UNSAFE, f"Use `{code}`")
-
-    def _device_call(self, node: cst.Call, device_type_arg: cst.Arg, quiet: Quiet) -> None:
-        """``torch.device("cuda"...)``: the device in scope, or the type replaced, index kept."""
-        literal = device_type_arg.value
-        index = argument(node, "index", 1)
-        indexed = self._indexed(literal)
-        if index is not None:
-            new_type = cst.parse_expression(device_type(default_device(self)))
-            fix = self._fix(literal, new_type)
-            message = f"`torch.device` {INDEX_KEPT}"
-            detail = f"The type of the device in use: `{code_of(new_type)}`."
-        elif indexed is not None:
-            old = node if isinstance(literal, cst.SimpleString) else literal
-            fix = self._fix(old, indexed)
-            message, detail = f"`torch.device` {INDEX_KEPT}", _index_kept(indexed)
-        else:
-            device = fix_device(self, node)
-            fix = self._fix(node, cst.parse_expression(device.as_device()))
-            suggested = message_device(self, node).as_device()
-            message = f"`torch.device` hardcodes CUDA; use `{suggested}`"
-            detail = self._in_scope(node, suggested)
-        self.report(node, message, fix=fix, quiet=quiet, detail=f"{OFF_CUDA} {detail}")
-
-    def _device_string(self, literal: cst.BaseExpression, what: str, quiet: Quiet) -> None:
-        """A CUDA device string given as a device: ``device="cuda"``, ``.to("cuda:1")``."""
-        indexed = self._indexed(literal)
-        if indexed is not None:
-            fix = self._fix(literal, indexed)
-            message, detail = f"{what} {INDEX_KEPT}", f"{OFF_CUDA} {_index_kept(indexed)}"
-        else:
-            fix = self._fix(literal, cst.parse_expression(fix_device(self, literal).expression))
-            suggested = message_device(self, literal).expression
-            message = f"{what} hardcodes CUDA; use `{suggested}`"
-            detail = f"{OFF_CUDA} {self._in_scope(literal, suggested)}"
-        self.report(literal, message, fix=fix, quiet=quiet, detail=detail)
-
-    def _in_scope(self, node: cst.CSTNode, suggested: str) -> str:
-        """Where the device suggested at ``node`` comes from, and whether the fix uses it."""
-        device = message_device(self, node)
-        if device == default_device(self):
-            return "No device is in scope here."
-        if not device.fixable:
-            return f"`{suggested}` is a tensor's device, maybe the CPU: the fix does not use it."
-        return f"`{suggested}` is the device in scope."
-
-    def _mock_data(self, node: cst.CSTNode) -> Quiet:
-        """Where ``node`` (a call) is, or gives, data for a test double (:data:`MOCK_MAKERS`,
-        :data:`MOCK_ANSWERS`): why its devices are held back, and the node that says so."""
-        current: cst.CSTNode | None = node
-        while current is not None and not isinstance(current, cst.BaseSuite):
-            if isinstance(current, cst.Arg) and current.keyword is not None:
-                if current.keyword.value in MOCK_ANSWERS:
-                    return _test_double(f"{current.keyword.value}=", current)
-            elif isinstance(current, cst.Call):
-                callee = dotted_name(current.func) or ""
-                if callee.endswith(tuple(MOCK_MAKERS)) and (
-                    callee in MOCK_MAKERS
-                    or callee.rpartition(".")[2] in MOCK_MAKERS
-                    or callee.endswith(
-                        (
-                            "patch.object",
-                            "patch.dict",
-                            "patch.multiple",
-                            "mock.call",
-                            "monkeypatch.setattr",
-                        )
-                    )
-                ):
-                    return _test_double(f"{callee}(...)", current)
-            elif isinstance(current, cst.Assign):
-                answer = next(
-                    (
-                        t.target.attr.value
-                        for t in current.targets
-                        if isinstance(t.target, cst.Attribute)
-                        and t.target.attr.value in MOCK_ANSWERS
-                    ),
-                    None,
-                )
-                if answer:
-                    return _test_double(f".{answer} = ...", current)
-                target = current.targets[0].target if len(current.targets) == 1 else None
-                return self._given_to_doubles(target, current) if target else None
-            current = self.get_metadata(ParentProvider, current, None)
-        return None
-
-    def _given_to_doubles(self, target: cst.BaseAssignTargetExpression, at: cst.Assign) -> Quiet:
-        """Where a local of a function holds the device only for test doubles: every use of it
-        there is a mock's ``return_value=``/``side_effect=`` or in an assertion, and one at least
-        a mock's (``device = torch.device("cuda", 3)``, then ``patch.object(m, "get_device",
-        return_value=device)`` and ``assertEqual(model.device, device)``)."""
-        function = self._enclosing_function(at)
-        if not isinstance(target, cst.Name) or function is None:
-            return None
-        given: cst.Arg | None = None
-        pending: list[cst.CSTNode] = [function.body]
-        while pending:
-            node = pending.pop()
-            if isinstance(node, cst.Name) and node.value == target.value and node is not target:
-                parent = self.get_metadata(ParentProvider, node, None)
-                if isinstance(parent, cst.Attribute) and parent.attr is node:
-                    continue  # (`x.device`: another name)
-                if isinstance(parent, cst.Arg) and parent.keyword is not None:
-                    if parent.keyword is node:
-                        continue  # (`f(device=...)`: a keyword)
-                    if parent.value is node and parent.keyword.value in MOCK_ANSWERS:
-                        given = parent
-                        continue
-                if not self._asserted(node):
-                    return None
-            pending.extend(node.children)
-        if given is None or given.keyword is None:
-            return None
-        return _test_double(f"{given.keyword.value}={target.value}", given)
-
-    def _fake_tensors(self, node: cst.CSTNode) -> Quiet:
-        """Where ``node`` runs under ``with FakeTensorMode(...):`` (or a name the function binds
-        to one): the tensors made there are fake, a device only their metadata (no CUDA is
-        needed to make them)."""
-        current = self.get_metadata(ParentProvider, node, None)
-        while current is not None:
-            if isinstance(current, cst.With):
-                for item in current.items:
-                    if self._makes_fake_tensors(item.item, current):
-                        why = "tensors made under a `FakeTensorMode` are fake: the device is data"
-                        return why, item
-            current = self.get_metadata(ParentProvider, current, None)
-        return None
-
-    def _makes_fake_tensors(self, entered: cst.BaseExpression, at: cst.With) -> bool:
-        """Whether ``entered`` (what ``at`` enters) is ``FakeTensorMode(...)`` or a name the
-        enclosing function binds to it."""
-        value: cst.BaseExpression | None = entered
-        if isinstance(entered, cst.Name):
-            function = self._enclosing_function(at)
-            value = _bound_in(function.body, entered.value) if function is not None else None
-        return isinstance(value, cst.Call) and (
-            (dotted_name(value.func) or "").rpartition(".")[2] == FAKE_MODE
-        )
-
-    def _enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
-        current: cst.CSTNode | None = node
-        while current is not None and not isinstance(current, cst.FunctionDef):
-            current = self.get_metadata(ParentProvider, current, None)
-        return current
-
-    def _asserted(self, node: cst.CSTNode) -> bool:
-        """Whether ``node`` is in an ``assert`` or among the arguments of an assertion
-        (``self.assertEqual(...)``, ``mocked.assert_called_with(...)``)."""
-        current: cst.CSTNode | None = node
-        while current is not None and not isinstance(current, cst.BaseStatement):
-            parent = self.get_metadata(ParentProvider, current, None)
-            if isinstance(current, cst.Assert):
-                return True
-            if isinstance(parent, cst.Call) and current is not parent.func:
-                callee = dotted_name(parent.func) or ""
-                if callee.rpartition(".")[2].startswith("assert"):
-                    return True
-            current = parent
-        return False
-
     def visit_Call(self, node: cst.Call) -> None:
         # (Each finding below is a CUDA device literal given as an argument: other calls, most
         # of them, are not looked at further, and test doubles only where one is.)
-        if not any(_device_literals(arg.value) for arg in node.args):
+        if not any(cuda_device_literals(arg.value) for arg in node.args):
             return
-        quiet = self._mock_data(node) or self._fake_tensors(node)
+        quiet = mock_data(self, node) or fake_tensors(self, node)
         if resolves_to(self, node.func, TORCH_DEVICE):
             device_type_arg = argument(node, "type", 0)
             if device_type_arg is None or self._type_compared(node):
                 return
             if is_cuda_device_literal(device_type_arg.value):
-                self._device_call(node, device_type_arg, quiet)
-            for literal in _device_literals(device_type_arg.value, chosen=True):
-                self._device_string(literal, "`torch.device`", quiet)
+                report_device_call(self, node, device_type_arg, quiet)
+            for literal in cuda_device_literals(device_type_arg.value, chosen=True):
+                report_device_string(self, literal, "`torch.device`", quiet)
             return
         for name in ("device", "map_location"):
             device = keyword(node, name)
-            for literal in _device_literals(device.value) if device else ():
-                self._device_string(literal, f"`{name}=`", quiet)
+            for literal in cuda_device_literals(device.value) if device else ():
+                report_device_string(self, literal, f"`{name}=`", quiet)
         if method_name(node) == "to":
             target = positional(node, 0)
-            for literal in _device_literals(target.value) if target else ():
-                self._device_string(literal, "`.to()`", quiet)
+            for literal in cuda_device_literals(target.value) if target else ():
+                report_device_string(self, literal, "`.to()`", quiet)
         device_type_arg = keyword(node, "device_type")
         if not device_type_arg and resolves_to(self, node.func, DEVICE_TYPE_FIRST):
             device_type_arg = positional(node, 0)
@@ -619,7 +408,7 @@ class HardcodedCudaDevice(Rule):
             kind = f"The type of the device in use: `{device_type(message_device(self, node))}`."
             message = f'{callee} hardcodes `"cuda"`; pass the device type in use'
             detail = f"{TYPE_OFF_CUDA} {kind}"
-            if resolves_to(self, node.func, AUTOCASTS) and _to_float32(node):
+            if resolves_to(self, node.func, AUTOCASTS) and forces_float32(node):
                 message = (
                     f"{callee} to float32 works on CUDA only; use `enabled=False` and `.float()`"
                 )
@@ -639,11 +428,6 @@ class HardcodedCudaDevice(Rule):
         parent = self.get_metadata(ParentProvider, attribute, None)
         return isinstance(parent, (cst.Comparison, cst.ComparisonTarget))
 
-    def _class_of(self, function: cst.FunctionDef) -> str | None:
-        block = self.get_metadata(ParentProvider, function, None)
-        owner = self.get_metadata(ParentProvider, block, None) if block is not None else None
-        return owner.name.value if isinstance(owner, cst.ClassDef) else None
-
     def visit_Param(self, node: cst.Param) -> None:
         default = node.default
         if (
@@ -653,15 +437,8 @@ class HardcodedCudaDevice(Rule):
         ):
             parameters = self.get_metadata(ParentProvider, node, None)
             owner = self.get_metadata(ParentProvider, parameters, None) if parameters else None
-            body = owner.body if isinstance(owner, (cst.FunctionDef, cst.Lambda)) else None
-            unread = body is not None and not _reads(body, node.name.value)
-            quiet = None
-            if unread:
-                quiet = (f"the function never uses the value of `{node.name.value}`", node)
-            elif isinstance(owner, cst.FunctionDef) and passed_by_every_caller(
-                self.module, owner, self._class_of(owner), node
-            ):
-                quiet = (f"every caller of the private `{owner.name.value}` passes it", node)
+            unused = unused_default(self.module, owner, node)
+            quiet = (unused, node) if unused else None
             self.report(
                 default,
                 f"parameter `{node.name.value}` defaults to CUDA; default to None and take the "
@@ -670,108 +447,3 @@ class HardcodedCudaDevice(Rule):
                 quiet=quiet,
                 detail="Every caller that leaves it out runs on CUDA.",
             )
-
-
-def _device_literals(value: cst.BaseExpression, chosen: bool = False) -> list[cst.BaseExpression]:
-    """The CUDA device strings ``value`` gives: itself, or an arm of a choice (``"cuda" if
-    args.ngpu > 0 else "cpu"``, at any depth; with ``chosen``, the arms only)."""
-    if isinstance(value, cst.IfExp):
-        return [*_device_literals(value.body), *_device_literals(value.orelse)]
-    return [value] if not chosen and is_cuda_device_literal(value) else []
-
-
-def _reads(body: cst.CSTNode, name: str) -> bool:
-    """Whether a function's ``body`` may use the value its parameter ``name`` came with: a
-    read before a statement that binds the name again, other than a comparison with no CUDA
-    device (which places nothing) and other than code a test has fixed the name to another
-    constant for (``if device_map == "auto": self.device_map = device_map``)."""
-    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
-    for statement in statements:
-        if _rebinds(statement, name):
-            return False
-        if _reads_in(statement, name):
-            return True
-    return False
-
-
-def _reads_in(node: cst.CSTNode, name: str) -> bool:
-    """Whether ``node`` (functions in it too) may read ``name`` as :func:`_reads` counts: a use
-    of it, or a call of ``locals()`` or ``vars()``, which read every name."""
-    pending: list[cst.CSTNode] = [node]
-    while pending:
-        current = pending.pop()
-        if isinstance(current, cst.Name) and current.value in (name, "locals", "vars"):
-            return True
-        if isinstance(current, cst.Attribute):
-            pending.append(current.value)  # (`x.device` reads `x`, not `device`)
-        elif isinstance(current, cst.Arg):
-            pending.append(current.value)  # (`f(device="cuda")` names a keyword)
-        elif isinstance(current, cst.Comparison):
-            parts = [current.left, *(c.comparator for c in current.comparisons)]
-            if not any(is_cuda_device_literal(part) for part in parts):  # (`== "cuda"` picks)
-                parts = [p for p in parts if not (isinstance(p, cst.Name) and p.value == name)]
-            pending.extend(parts)
-        elif isinstance(current, cst.If) and _fixed(current.test, name):
-            pending.extend(n for n in (current.test, current.orelse) if n is not None)
-        else:
-            pending.extend(current.children)
-    return False
-
-
-def _fixed(test: cst.BaseExpression, name: str) -> bool:
-    """Whether ``test`` holds only where ``name`` equals a constant other than a CUDA device
-    (``device_map == "auto"``, alone or as a part of an ``and``)."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return _fixed(test.left, name) or _fixed(test.right, name)
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return False
-    (target,) = test.comparisons
-    sides = (test.left, target.comparator)
-    return (
-        isinstance(target.operator, (cst.Equal, cst.Is))
-        and any(isinstance(side, cst.Name) and side.value == name for side in sides)
-        and any(
-            isinstance(side, cst.SimpleString) and not is_cuda_device_literal(side)
-            for side in sides
-        )
-    )
-
-
-def _rebinds(statement: cst.CSTNode, name: str) -> bool:
-    """Whether ``statement`` binds ``name`` again to a value that does not read it."""
-    if not isinstance(statement, cst.SimpleStatementLine):
-        return False
-    return any(
-        isinstance(small, cst.Assign)
-        and any(isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets)
-        and not _reads_in(small.value, name)
-        for small in statement.body
-    )
-
-
-def _bound_in(block: cst.CSTNode, name: str) -> cst.BaseExpression | None:
-    """The value ``name`` is first bound to in ``block`` (not in functions or classes in it)."""
-    pending: list[cst.CSTNode] = [block]
-    while pending:
-        current = pending.pop()
-        if isinstance(current, cst.Assign) and any(
-            isinstance(t.target, cst.Name) and t.target.value == name for t in current.targets
-        ):
-            return current.value
-        if not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            pending.extend(reversed(current.children))
-    return None
-
-
-def _to_float32(node: cst.Call) -> bool:
-    """``torch.autocast(..., dtype=torch.float32)``: an autocast that forces float32."""
-    dtype = argument(node, "dtype", 1)
-    return dtype is not None and dotted_name(dtype.value) in FLOAT32
-
-
-def _index_kept(indexed: cst.BaseExpression) -> str:
-    return f"With the type of the device in use: `{code_of(indexed)}`."
-
-
-def _test_double(what: str, node: cst.CSTNode) -> Quiet:
-    return f"the device is data for a test double (`{what}`)", node
