@@ -109,10 +109,6 @@ def json_items(violations: list[Violation]) -> list[dict]:
     ]
 
 
-def json_report(violations: list[Violation]) -> str:
-    return json.dumps(json_items(violations), indent=2) + "\n"
-
-
 def json_lines_report(violations: list[Violation]) -> str:
     return "".join(json.dumps(item, sort_keys=True) + "\n" for item in json_items(violations))
 

@@ -54,15 +54,14 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
     return None
 
 
-# What ends a block for good: the function (or the loop) is left; the rest of the block is not run.
+# What ends a block for good: the function is left; the rest of the block is not run.
 LEAVES_FUNCTION = (cst.Return, cst.Raise)
-LEAVES_BLOCK = (*LEAVES_FUNCTION, cst.Continue, cst.Break)
 
 
 def block_ends_in(
     block: cst.BaseSuite, kinds: tuple[type[cst.CSTNode], ...], calls: frozenset[str] = frozenset()
 ) -> bool:
-    """Whether the last statement of ``block`` is one of ``kinds`` (``LEAVES_BLOCK``...), or a
+    """Whether the last statement of ``block`` is one of ``kinds`` (``LEAVES_FUNCTION``...), or a
     call of one of ``calls`` (``EXIT_CALLS``)."""
     last: cst.CSTNode | None = block.body[-1] if block.body else None
     if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
