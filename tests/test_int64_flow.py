@@ -195,3 +195,42 @@ def test_a_tensor_stored_on_self_reaches_the_kernels_of_the_methods_that_read_it
     )
     (tmp_path / "pkg" / "sampler.py").write_text(summed)
     assert _findings(tmp_path) == {}
+
+
+# A Python wrapper of a compiled op that checks the dtype its schema takes (issue #48's misread).
+OP_WRAPPER = """\
+import torch
+
+from pkg import _C
+
+
+def gather_slots(ids, slots):
+    assert slots.dtype == torch.int64, slots.dtype
+    _C.gather_slots(ids, slots)
+    return slots
+"""
+GATHER = """\
+import torch
+
+from pkg.ops import gather_slots
+
+
+def gather(x, n):
+    ids = x.new_empty(n, dtype=torch.int64)
+    slots = ids.new_empty(n)
+    gather_slots(ids, slots)
+    torch.ops._C.fill_slots(slots)
+"""
+
+
+def test_a_tensor_given_to_a_consumer_that_requires_int64_is_silent(tmp_path):
+    """PORT201 suggests int32 only where nothing it is given to requires int64: a wrapper that
+    checks `dtype == torch.int64` (or a `torch.ops` binding) takes int64 on purpose; without the
+    check, what the wrapper returns cannot be followed (likely)."""
+    _project(tmp_path, {"pkg/ops.py": OP_WRAPPER, "pkg/gather.py": GATHER})
+    assert _findings(tmp_path) == {}
+    unchecked = OP_WRAPPER.replace("    assert slots.dtype == torch.int64, slots.dtype\n", "")
+    (tmp_path / "pkg" / "ops.py").write_text(unchecked)
+    found = _findings(tmp_path)
+    assert sorted(found) == [("gather.py", 8, 13, "PORT201")]
+    assert found["gather.py", 8, 13, "PORT201"]["confidence"] == "likely"

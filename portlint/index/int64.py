@@ -21,6 +21,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from portlint.findings import Violation
+from portlint.index.kernels import NEEDS_INT64
 
 if TYPE_CHECKING:
     from portlint.index.project import Project
@@ -196,6 +197,8 @@ def _first_need(project: Project, path: str, uses: list[list]) -> tuple[str | No
     and whether every use could be followed to something that takes any width."""
     followed = True
     for use in uses:
+        if use[0] == NEEDS_INT64:
+            return None, followed  # (it checks that it has int64: nothing here needs int32)
         verdict = (
             UNSEEN
             if use[0] == "opaque"
@@ -305,6 +308,8 @@ def _needs(project: Project, path: str, names: list[str], where: int | str, dept
         parameter = _parameter(function["parameters"], where)
         verdict = FINE
         for use in function["uses"].get(parameter, []) if parameter else [["opaque"]]:
+            if use[0] == NEEDS_INT64:
+                return FINE  # (it checks that it was given int64: int32 would break it)
             if use[0] == "opaque":
                 verdict = UNSEEN
                 continue

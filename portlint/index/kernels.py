@@ -295,6 +295,10 @@ def kernels_in(tree: ast.Module) -> dict[str, list]:
 
 # --- What a function does with its parameters: where int64 could meet a kernel's contract ------
 OPAQUE = "opaque"  # a use portlint cannot follow (into a container, a return, an attribute)
+# A use that demands int64: a test of the tensor's dtype against it (`assert x.dtype == torch.int64`,
+# a compiled op's wrapper checking what its schema takes).
+NEEDS_INT64 = "int64"
+INT64_DTYPES = frozenset({"torch.int64", "torch.long"})
 TORCH = "torch"
 
 
@@ -302,7 +306,7 @@ def parameter_uses(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str
     """Per parameter of ``function``, the uses of it that could need int32: given to a launch
     (``["launch", kernel, position or keyword]``) or to a call (``["call", callee, position or
     keyword]``) of something not torch's, or put where it cannot be followed (``["opaque"]``:
-    a container, an attribute, a return). Reads, arithmetic, comparisons and torch's own
+    a container, an attribute, a return), or its dtype tested against int64 (``["int64"]``). Reads, arithmetic, comparisons and torch's own
     functions take any integer width: they are left out, so a parameter with no entry takes any
     width."""
     arguments = function.args
@@ -377,7 +381,9 @@ def _uses(function: ast.AST, names: dict[str, int]) -> dict[str, list[list]]:
                     loads.append(child)
                 else:
                     stores[child.id] += 1
-            elif isinstance(child, ast.keyword):
+            elif isinstance(child, ast.keyword) or (
+                isinstance(child, ast.Attribute) and child.attr == "dtype"
+            ):
                 parents[id(child)] = node
     uses: dict[str, list[list]] = {}
     for load in loads:
@@ -411,8 +417,23 @@ def _use(node: ast.Name | ast.Attribute, parents: dict[int, ast.AST]) -> list | 
         ):
             return None  # torch's, or a method of a value: takes what it is given
         return ["call", callee, where]
+    if _dtype_is_int64(parent, parents):
+        return [NEEDS_INT64]
     if isinstance(parent, (ast.Attribute, ast.Subscript, ast.BinOp, ast.Compare, ast.UnaryOp)):
         return None
     if isinstance(parent, (ast.If, ast.While, ast.BoolOp, ast.Assert)):
         return None
     return [OPAQUE]
+
+
+def _dtype_is_int64(attribute: ast.AST | None, parents: dict[int, ast.AST]) -> bool:
+    """Whether ``attribute`` is ``x.dtype`` compared for equality with int64."""
+    if not (isinstance(attribute, ast.Attribute) and attribute.attr == "dtype"):
+        return False
+    compare = parents.get(id(attribute))
+    return (
+        isinstance(compare, ast.Compare)
+        and len(compare.ops) == 1
+        and isinstance(compare.ops[0], (ast.Eq, ast.Is))
+        and any(_name(side) in INT64_DTYPES for side in (compare.left, *compare.comparators))
+    )

@@ -74,7 +74,8 @@ class NewTensorInheritsInt64(Rule):
     that nothing needing int32 consumes is what the code works with, and is not reported; nor
     where the int64 is evidently meant: the new tensor holds the same kind of values as its
     source (`lookback_token_ids = input_ids.new_full(...)`), or is joined to it
-    (`torch.cat([offsets.new_zeros(1), offsets])`).
+    (`torch.cat([offsets.new_zeros(1), offsets])`), or what it is given to requires int64 (a
+    `torch.ops` binding, or a function that checks `x.dtype == torch.int64` first).
 
     ## Why is this bad?
     `new_*` copies the receiver's dtype. A count or index buffer made this way from token ids is
