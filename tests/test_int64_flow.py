@@ -234,3 +234,57 @@ def test_a_tensor_given_to_a_consumer_that_requires_int64_is_silent(tmp_path):
     found = _findings(tmp_path)
     assert sorted(found) == [("gather.py", 8, 13, "PORT201")]
     assert found["gather.py", 8, 13, "PORT201"]["confidence"] == "likely"
+
+
+STRICT = """\
+import torch
+
+
+def sample(draft, target):
+    n, k = draft.shape
+    sampled = draft.new_empty((n, k + 1), dtype=torch.int64)
+    num_sampled = torch.zeros(n, dtype=torch.int32, device=draft.device)
+    return sampled, num_sampled
+"""
+PROBABILISTIC = """\
+import torch
+
+
+def sample(draft, target):
+    n, k = draft.shape
+    sampled = draft.new_empty((n, k + 1), dtype=torch.int64)
+    num_sampled = sampled.new_empty(n)
+    return sampled, num_sampled
+"""
+
+
+def test_a_count_returned_as_int64_where_its_interface_sibling_returns_int32(tmp_path):
+    """The same function in two modules of one package (or one method in two classes there):
+    where the sibling returns the count as int32, this one's inherited int64 is what its
+    callers do not expect (upstream's reason for the seed's fix)."""
+    samplers = {"pkg/samplers/__init__.py": "", "pkg/samplers/strict.py": STRICT}
+    _project(tmp_path, {**samplers, "pkg/samplers/probabilistic.py": PROBABILISTIC})
+    found = _findings(tmp_path)
+    assert sorted(found) == [("samplers/probabilistic.py", 7, 19, "PORT201")]
+    finding = found["samplers/probabilistic.py", 7, 19, "PORT201"]
+    assert finding["confidence"] == "likely"
+    assert finding["detail"].startswith(
+        "It is returned by `sample`, and its sibling `sample` (pkg/samplers/strict.py) returns "
+        "int32 in its place: the callers of either expect int32."
+    )
+    for name, text in (("strict.py", STRICT), ("probabilistic.py", PROBABILISTIC)):
+        head, body = text.split("\n\n\n")
+        method = "class Sampler:\n" + "".join(f"    {line}\n" for line in body.splitlines())
+        (tmp_path / "pkg/samplers" / name).write_text(
+            f"{head}\n\n\n{method}".replace("(draft", "(self, draft")
+        )
+    assert [key[3] for key in _findings(tmp_path)] == ["PORT201"]
+    # The fixed form, and a sibling that returns the count at another place: silent.
+    fixed = PROBABILISTIC.replace("new_empty(n)", "new_empty(n, dtype=torch.int32)")
+    (tmp_path / "pkg/samplers/probabilistic.py").write_text(fixed)
+    (tmp_path / "pkg/samplers/strict.py").write_text(STRICT)
+    assert _findings(tmp_path) == {}
+    swapped = STRICT.replace("return sampled, num_sampled", "return num_sampled, sampled")
+    (tmp_path / "pkg/samplers/strict.py").write_text(swapped)
+    (tmp_path / "pkg/samplers/probabilistic.py").write_text(PROBABILISTIC)
+    assert _findings(tmp_path) == {}

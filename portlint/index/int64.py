@@ -21,7 +21,8 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from portlint.findings import Violation
-from portlint.index.kernels import NEEDS_INT64
+from portlint.index.function_uses import NEEDS_INT64
+from portlint.index.siblings import int32_sibling
 
 if TYPE_CHECKING:
     from portlint.index.project import Project
@@ -69,6 +70,8 @@ def refine(project: Project, violations: list[Violation]) -> list[Violation]:
         )
         if consumer is None or consumer[1] != "certain":
             consumer = _returned(project, violation) or _stored(project, violation) or consumer
+        if consumer is None or consumer[1] != "certain":
+            consumer = _unlike_its_siblings(project, violation) or consumer
         if consumer is not None:
             detail = f"{consumer[0][0].upper()}{consumer[0][1:]}. {violation.detail}"
             standing.append(dataclasses.replace(violation, detail=detail, confidence=consumer[1]))
@@ -159,6 +162,21 @@ def _returned(project: Project, violation: Violation) -> tuple[str, str] | None:
             followed = followed and every
         if not (seen and followed):
             return _left_after_a_kernel(project, violation, f"is returned by `{function}`")
+    return None
+
+
+def _unlike_its_siblings(project: Project, violation: Violation) -> tuple[str, str] | None:
+    """A returned new tensor where a sibling of its function returns int32 (likely: the
+    callers of either expect int32; :mod:`portlint.index.siblings`)."""
+    at = [violation.line, violation.col]
+    for news, element, function in _notes(project, violation.path, RETURN_NOTES):
+        sibling = int32_sibling(project, violation.path, function, element) if at in news else None
+        if sibling is not None:
+            return (
+                f"it is returned by `{function}`, and its sibling `{sibling[0]}` ({sibling[1]}) "
+                "returns int32 in its place: the callers of either expect int32",
+                "likely",
+            )
     return None
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any
 
 from portlint.facts import TRITON_KERNEL_DECORATORS
 
@@ -50,7 +49,8 @@ Path = tuple[tuple[Position, str | None], ...]
 FRESH = (-1,)  # the position of a `for` loop's variable: before its body's statements
 
 
-def _name(node: ast.AST) -> str:
+def name_of(node: ast.AST) -> str:
+    """The dotted name ``node`` spells (``torch.int32``; "" where it spells none)."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -65,7 +65,7 @@ def is_kernel(node: ast.AST, kernel_names: frozenset[str] = TRITON_KERNEL_DECORA
     if not isinstance(node, ast.FunctionDef):
         return False
     for decorator in node.decorator_list:
-        name = _name(decorator.func if isinstance(decorator, ast.Call) else decorator)
+        name = name_of(decorator.func if isinstance(decorator, ast.Call) else decorator)
         if name in kernel_names or name in ("jit", "autotune", "heuristics"):
             return True
     return False
@@ -105,10 +105,10 @@ class _Body:
         return None
 
     def _call(self, node: ast.Call) -> Kind:
-        name = _name(node.func)
+        name = name_of(node.func)
         last = name.rsplit(".", 1)[-1]
         if isinstance(node.func, ast.Attribute) and last == "to":  # a cast: its own type
-            return INT32 if node.args and _name(node.args[0]) in INT32_DTYPES else None
+            return INT32 if node.args and name_of(node.args[0]) in INT32_DTYPES else None
         if last == "load" and node.args:
             pointer = _base_pointer(node.args[0])
             return frozenset({pointer}) if pointer in self.parameters else None
@@ -118,7 +118,7 @@ class _Body:
             dtype = next((k.value for k in node.keywords if k.arg == "dtype"), None)
             dtype = dtype or (node.args[2] if last == "full" and len(node.args) > 2 else None)
             dtype = dtype or (node.args[1] if last == "zeros" and len(node.args) > 1 else None)
-            return INT32 if dtype is not None and _name(dtype) in INT32_DTYPES else None
+            return INT32 if dtype is not None and name_of(dtype) in INT32_DTYPES else None
         if last in COMBINING:
             kinds = [self.kind(a) for a in node.args[1:] if last == "where"] or [
                 self.kind(a) for a in node.args
@@ -158,7 +158,7 @@ class _Body:
 
     def _for(self, statement: ast.For, path: Path, index: Position) -> None:
         iterator = statement.iter
-        last = _name(iterator.func).rsplit(".", 1)[-1] if isinstance(iterator, ast.Call) else ""
+        last = name_of(iterator.func).rsplit(".", 1)[-1] if isinstance(iterator, ast.Call) else ""
         target = statement.target.id if isinstance(statement.target, ast.Name) else None
         if last in UNROLLED:  # straight-line code, twice: each copy sees the one before
             for iteration in (0, 1):
@@ -254,29 +254,6 @@ def contract(kernel: ast.FunctionDef) -> dict[str, Need]:
     return needs
 
 
-def functions_in(tree: ast.Module) -> dict[str, dict[str, Any]]:
-    """Per function and method (``f``, ``C.m``) of the module that is not a kernel, its
-    parameters in order and their uses (:func:`parameter_uses`), where any could need int32."""
-    found: dict[str, dict[str, Any]] = {}
-    for node in tree.body:
-        members = node.body if isinstance(node, ast.ClassDef) else [node]
-        prefix = f"{node.name}." if isinstance(node, ast.ClassDef) else ""
-        for function in members:
-            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and not is_kernel(
-                function
-            ):
-                uses, results = parameter_uses(function), result_uses(function)
-                attributes = attribute_uses(function) if prefix else {}
-                if uses or results or attributes:
-                    arguments = function.args
-                    order = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
-                    found[prefix + function.name] = {
-                        "parameters": order, "uses": uses, "results": results,
-                        "attributes": attributes,
-                    }  # fmt: skip
-    return found
-
-
 def kernels_in(tree: ast.Module) -> dict[str, list]:
     """The module's kernels: per name, its line, its parameters in order, and per parameter that
     needs int32 the variable and the line (JSON-ready)."""
@@ -291,149 +268,3 @@ def kernels_in(tree: ast.Module) -> dict[str, list]:
             needs = {p: [n.variable, n.line] for p, n in contract(node).items()}
             found[node.name] = [node.lineno, names, needs]
     return found
-
-
-# --- What a function does with its parameters: where int64 could meet a kernel's contract ------
-OPAQUE = "opaque"  # a use portlint cannot follow (into a container, a return, an attribute)
-# A use that demands int64: a test of the tensor's dtype against it (`assert x.dtype == torch.int64`,
-# a compiled op's wrapper checking what its schema takes).
-NEEDS_INT64 = "int64"
-INT64_DTYPES = frozenset({"torch.int64", "torch.long"})
-TORCH = "torch"
-
-
-def parameter_uses(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[list]]:
-    """Per parameter of ``function``, the uses of it that could need int32: given to a launch
-    (``["launch", kernel, position or keyword]``) or to a call (``["call", callee, position or
-    keyword]``) of something not torch's, or put where it cannot be followed (``["opaque"]``:
-    a container, an attribute, a return), or its dtype tested against int64 (``["int64"]``). Reads, arithmetic, comparisons and torch's own
-    functions take any integer width: they are left out, so a parameter with no entry takes any
-    width."""
-    arguments = function.args
-    names = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
-    return _uses(function, dict.fromkeys(names, 0))
-
-
-def result_uses(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[list]:
-    """Each call of ``function`` whose result it binds to a name (``x = f(...)``, or an element
-    of it: ``a, b = f(...)``), where the callee is not torch's or a value's method: ``[callee,
-    element (None: the whole result), the name's uses as in parameter_uses]`` (no uses: the
-    result takes any width there)."""
-    bound: list[tuple[str, int | None, str]] = []
-    for node in ast.walk(function):
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
-            continue
-        value, target = node.value, node.targets[0]
-        if not isinstance(value, ast.Call) or isinstance(value.func, ast.Subscript):
-            continue
-        callee = _name(value.func)
-        if not callee or callee.split(".")[0] == TORCH:
-            continue
-        if isinstance(target, ast.Name):
-            bound.append((callee, None, target.id))
-        elif isinstance(target, ast.Tuple):
-            bound += [
-                (callee, i, e.id) for i, e in enumerate(target.elts) if isinstance(e, ast.Name)
-            ]
-    uses = _uses(function, dict.fromkeys((name for _, _, name in bound), 1)) if bound else {}
-    return [[callee, element, uses.get(name, [])] for callee, element, name in bound]
-
-
-def attribute_uses(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[list]]:
-    """Per attribute of ``self`` that the method reads (``self.num_sampled``), its uses as in
-    :func:`parameter_uses` (none: read, and any width taken); a method whose first parameter is
-    not ``self`` reads none."""
-    arguments = [*function.args.posonlyargs, *function.args.args]
-    if not arguments or arguments[0].arg != "self":
-        return {}
-    parents: dict[int, ast.AST] = {}
-    loads: list[ast.Attribute] = []
-    for node in ast.walk(function):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
-            if (
-                isinstance(child, ast.Attribute)
-                and isinstance(child.ctx, ast.Load)
-                and isinstance(child.value, ast.Name)
-                and child.value.id == "self"
-            ):
-                loads.append(child)
-    uses: dict[str, list[list]] = {}
-    for load in loads:
-        use = _use(load, parents)
-        uses.setdefault(load.attr, []).extend([use] if use is not None else [])
-    return uses
-
-
-def _uses(function: ast.AST, names: dict[str, int]) -> dict[str, list[list]]:
-    """The uses (as in :func:`parameter_uses`) of ``names`` in ``function``, each bound there as
-    many times as ``names`` says (a name bound more often is rebound: it cannot be followed)."""
-    # One walk: each load of a name (and each keyword argument) with its parent, and how often
-    # the function binds each name.
-    parents: dict[int, ast.AST] = {}
-    loads: list[ast.Name] = []
-    stores: dict[str, int] = dict.fromkeys(names, 0)
-    for node in ast.walk(function):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.Name) and child.id in names:
-                parents[id(child)] = node
-                if isinstance(child.ctx, ast.Load):
-                    loads.append(child)
-                else:
-                    stores[child.id] += 1
-            elif isinstance(child, ast.keyword) or (
-                isinstance(child, ast.Attribute) and child.attr == "dtype"
-            ):
-                parents[id(child)] = node
-    uses: dict[str, list[list]] = {}
-    for load in loads:
-        if stores[load.id] > names[load.id]:
-            uses[load.id] = [[OPAQUE]]
-            continue
-        use = _use(load, parents)
-        if use is not None:
-            uses.setdefault(load.id, []).append(use)
-    return uses
-
-
-def _use(node: ast.Name | ast.Attribute, parents: dict[int, ast.AST]) -> list | None:
-    parent = parents.get(id(node))
-    where: int | str | None = None
-    call = None
-    if isinstance(parent, ast.keyword):
-        call, where = parents.get(id(parent)), parent.arg
-    elif isinstance(parent, ast.Call) and node in parent.args:
-        call, where = parent, parent.args.index(node)
-    if isinstance(call, ast.Call) and where is not None:
-        if isinstance(call.func, ast.Subscript):
-            return ["launch", _name(call.func.value), where]
-        callee = _name(call.func)
-        if (
-            callee.split(".")[0] == TORCH
-            or not callee
-            or (
-                isinstance(call.func, ast.Attribute) and (not isinstance(call.func.value, ast.Name))
-            )
-        ):
-            return None  # torch's, or a method of a value: takes what it is given
-        return ["call", callee, where]
-    if _dtype_is_int64(parent, parents):
-        return [NEEDS_INT64]
-    if isinstance(parent, (ast.Attribute, ast.Subscript, ast.BinOp, ast.Compare, ast.UnaryOp)):
-        return None
-    if isinstance(parent, (ast.If, ast.While, ast.BoolOp, ast.Assert)):
-        return None
-    return [OPAQUE]
-
-
-def _dtype_is_int64(attribute: ast.AST | None, parents: dict[int, ast.AST]) -> bool:
-    """Whether ``attribute`` is ``x.dtype`` compared for equality with int64."""
-    if not (isinstance(attribute, ast.Attribute) and attribute.attr == "dtype"):
-        return False
-    compare = parents.get(id(attribute))
-    return (
-        isinstance(compare, ast.Compare)
-        and len(compare.ops) == 1
-        and isinstance(compare.ops[0], (ast.Eq, ast.Is))
-        and any(_name(side) in INT64_DTYPES for side in (compare.left, *compare.comparators))
-    )

@@ -41,8 +41,8 @@ from typing import Any
 
 from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
+from portlint.index.function_uses import functions_in
 from portlint.index.joins import Joins, Site
-from portlint.index.kernels import functions_in
 from portlint.index.modules import MAX_REEXPORTS
 from portlint.settings import Settings
 from portlint.sources import SourceError, read_source
@@ -109,7 +109,7 @@ class Project(Joins):
 
     def functions(self, path: str) -> dict[str, Any]:
         """What the functions of ``path`` do with their parameters
-        (:func:`~portlint.index.kernels.functions_in`): read the first time the int64 rules ask,
+        (:func:`~portlint.index.function_uses.functions_in`): read the first time the int64 rules ask,
         as only the few modules that new tensors are given to are, then kept with the facts."""
         facts = self.facts[path]
         if "functions" not in facts:

@@ -69,7 +69,10 @@ class NewTensorInheritsInt64(Rule):
     kernel there that needs int32 makes the finding certain, naming the caller or the method;
     where it reached a kernel before it left and not every use after can be seen (no caller in
     the project, a use that cannot be followed, no other method reading the attribute), it is
-    likely, saying where it went. The message names the tensor the dtype comes from; its detail, how
+    likely, saying where it went. Where a sibling of its function (the function of the same name
+    in another module of the package, or the method of the same name in another class there)
+    returns an int32 tensor in the same place, it is likely too: the callers of either expect
+    int32. The message names the tensor the dtype comes from; its detail, how
     that tensor is int64 and the consumer. Inherited int64
     that nothing needing int32 consumes is what the code works with, and is not reported; nor
     where the int64 is evidently meant: the new tensor holds the same kind of values as its
