@@ -189,7 +189,9 @@ def model_page_text() -> str:
         "`map_location` of a load (CUDA storages restore only where CUDA is). It is the "
         "finding where the "
         'other arm runs on the CPU (`"cuda" if torch.cuda.is_available() else "cpu"`, or a '
-        "dispatch over CUDA, MPS and the CPU, which leaves XPU and NPU to the CPU), and where "
+        "dispatch over CUDA, MPS and the CPU, which leaves XPU and NPU to the CPU), where "
+        "there is no other arm and the function reads after it a name only the CUDA arm binds "
+        "(off CUDA: `UnboundLocalError`), and where "
         "what it decides would run on any device (`if x.is_cuda: x.record_stream(s)`): other "
         "accelerators skip it; so is a requirement (`assert x.is_cuda`, `if not ...: raise`) "
         "in front of a launch of the module's Triton kernel, which Intel's and AMD's GPUs run "

@@ -352,6 +352,37 @@ def test_cuda_or_else_the_cpu_is_a_finding_at_the_check(source):
 
 
 @pytest.mark.parametrize(
+    ("source", "silent"),
+    [
+        # off CUDA the function raises UnboundLocalError: the check is where to handle the rest
+        (
+            "def size():\n    if torch.cuda.is_available():\n        n = torch.cuda.mem_get_info()[0]\n    return n\n",
+            False,
+        ),
+        # bound before, or in an other arm, or not read after: the check decides CUDA-only code
+        (
+            "def size():\n    n = 1\n    if torch.cuda.is_available():\n        n = torch.cuda.mem_get_info()[0]\n"
+            "    return n\n",
+            True,
+        ),
+        (
+            "def size():\n    if torch.cuda.is_available():\n        n = torch.cuda.mem_get_info()[0]\n    else:\n"
+            "        n = 1\n    return n\n",
+            True,
+        ),
+        (
+            "def size():\n    if torch.cuda.is_available():\n        n = torch.cuda.mem_get_info()[0]\n    return 1\n",
+            True,
+        ),
+    ],
+)
+def test_a_name_only_the_cuda_arm_binds_read_after_it(source, silent):
+    found, _ = lint(f"import torch\n\n{source}")
+    check = next(n for n, line in enumerate(source.splitlines(), 3) if "is_available" in line)
+    assert any(line == check and code == "PORT401" for line, _, code in found) is not silent
+
+
+@pytest.mark.parametrize(
     "source",
     [
         "def pad(img):\n    if img.is_cuda:\n        warnings.warn('moving to the CPU')\n"

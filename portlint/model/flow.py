@@ -50,6 +50,7 @@ from portlint.model.places import (
     ranged,
     requires_it,
     span,
+    unbound_off_cuda,
     walk,
 )
 from portlint.platform import TRY_STAR, suppresses
@@ -136,7 +137,10 @@ class Flow(Names, Expressions):
         if requires_it(other_arm) and launches(cuda_arm or self.rest, self.kernels):
             otherwise = False  # (a requirement of CUDA before a Triton kernel, which XPU runs)
         fallback = (  # (a requirement that picks CUDA by name is still a requirement)
-            falls_back_to_cpu(cuda_arm, other_arm)
+            (
+                falls_back_to_cpu(cuda_arm, other_arm)
+                or (self.nested and unbound_off_cuda(cuda_arm, other_arm, self.rest, self.scope))
+            )
             and not self.beside
             and not requires_it(other_arm)
         )

@@ -346,6 +346,15 @@ class Scope:
             scope = scope.outer
         return None
 
+    def binds(self, name: str) -> bool:
+        """Whether this scope or one around it has bound ``name`` so far."""
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.made or name in scope.meanings:
+                return True
+            scope = scope.outer
+        return False
+
     def flag(self, name: str) -> Flag | None:
         scope: Scope | None = self
         while scope is not None:
@@ -358,6 +367,26 @@ class Scope:
 def own(function: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a function's own code, not of the functions and classes it defines."""
     return own_of(*ast.iter_child_nodes(function))
+
+
+def unbound_off_cuda(cuda_arm: list, other_arm: list, rest: list, scope: Scope) -> bool:
+    """Whether the ``rest`` of a function's block after a branch with no other arm reads a name
+    that only its CUDA arm binds (none in ``scope`` before): off CUDA it raises
+    ``UnboundLocalError``, and the check is where the other devices are to be handled (``if
+    torch.cuda.is_available(): size = ...``, then ``return size``)."""
+    if other_arm:
+        return False
+    fresh = {
+        target.id
+        for node in own_of(*cuda_arm)
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and not scope.binds(target.id)
+    }
+    return any(
+        isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in fresh
+        for node in own_of(*rest)
+    )
 
 
 def own_of(*roots: ast.AST) -> Iterator[ast.AST]:
