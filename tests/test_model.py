@@ -374,6 +374,23 @@ def test_cuda_or_else_the_cpu_is_a_finding_at_the_check(source):
             "def size():\n    if torch.cuda.is_available():\n        n = torch.cuda.mem_get_info()[0]\n    return 1\n",
             True,
         ),
+        # read again only under the same question, bound again first, or the arm returns
+        (
+            "def size():\n    if torch.cuda.is_available():\n"
+            "        n = torch.cuda.mem_get_info()[0]\n"
+            "    if torch.cuda.is_available():\n        print(n)\n",
+            True,
+        ),
+        (
+            "def size():\n    if torch.cuda.is_available():\n"
+            "        n = torch.cuda.mem_get_info()[0]\n        return n\n    n = 1\n    return n\n",
+            True,
+        ),
+        (
+            "def size():\n    if torch.cuda.is_available():\n"
+            "        n = torch.cuda.mem_get_info()[0]\n    n = 1\n    return n\n",
+            True,
+        ),
     ],
 )
 def test_a_name_only_the_cuda_arm_binds_read_after_it(source, silent):

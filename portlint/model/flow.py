@@ -139,7 +139,10 @@ class Flow(Names, Expressions):
         fallback = (  # (a requirement that picks CUDA by name is still a requirement)
             (
                 falls_back_to_cpu(cuda_arm, other_arm)
-                or (self.nested and unbound_off_cuda(cuda_arm, other_arm, self.rest, self.scope))
+                or (
+                    self.nested
+                    and unbound_off_cuda(cuda_arm, other_arm, self.rest, self.scope, self._decides)
+                )
             )
             and not self.beside
             and not requires_it(other_arm)
@@ -160,6 +163,9 @@ class Flow(Names, Expressions):
                 flag.reads.append(read)
         if read is not None:
             self.checks.append(Check(*span(test), _checked(meaning, test), (read,)))
+
+    def _decides(self, test: ast.expr) -> bool:
+        return self.conditions.meaning(test).known
 
     def finish(self) -> None:
         """The flags whose every reading is a check (the module's predicates' answers among

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -369,12 +369,13 @@ def own(function: ast.AST) -> Iterator[ast.AST]:
     return own_of(*ast.iter_child_nodes(function))
 
 
-def unbound_off_cuda(cuda_arm: list, other_arm: list, rest: list, scope: Scope) -> bool:
-    """Whether the ``rest`` of a function's block after a branch with no other arm reads a name
-    that only its CUDA arm binds (none in ``scope`` before): off CUDA it raises
-    ``UnboundLocalError``, and the check is where the other devices are to be handled (``if
-    torch.cuda.is_available(): size = ...``, then ``return size``)."""
-    if other_arm:
+def unbound_off_cuda(
+    cuda_arm: list, other_arm: list, rest: list, scope: Scope, decides: Callable[[ast.expr], bool]
+) -> bool:
+    """Whether the ``rest`` of a block after a branch with no other arm reads, outside code a
+    test of the platform decides, a name only its CUDA arm binds (and does not leave): off CUDA,
+    ``UnboundLocalError`` (``if torch.cuda.is_available(): size = ...``, ``return size``)."""
+    if other_arm or may_leave(cuda_arm):
         return False
     fresh = {
         target.id
@@ -383,10 +384,14 @@ def unbound_off_cuda(cuda_arm: list, other_arm: list, rest: list, scope: Scope) 
         for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
         if isinstance(target, ast.Name) and not scope.binds(target.id)
     }
-    return any(
-        isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in fresh
-        for node in own_of(*rest)
-    )
+    for statement in rest:
+        if isinstance(statement, ast.If) and decides(statement.test):
+            continue  # (read again only where the platform is asked again)
+        names = [n for n in own_of(statement) if isinstance(n, ast.Name) and n.id in fresh]
+        if any(isinstance(n.ctx, ast.Load) for n in names):
+            return True
+        fresh -= {n.id for n in names}  # (bound again before it is read)
+    return False
 
 
 def own_of(*roots: ast.AST) -> Iterator[ast.AST]:
