@@ -8,6 +8,7 @@ from __future__ import annotations
 
 # --- Integer dtypes -----------------------------------------------------------------------
 INT64_DTYPES = frozenset({"torch.int64", "torch.long"})
+INT32_DTYPES = frozenset({"torch.int32", "torch.int"})
 OTHER_INTEGER_DTYPES = frozenset(
     f"torch.{name}" for name in ("int32", "int", "int16", "short", "int8", "uint8", "bool")
 )

@@ -40,16 +40,16 @@ def passed_by_every_caller(
     name = function.name.value
     if not name.startswith("_") or name.endswith("__"):
         return False
+    nodes = list(walk(module))
     owner = next(
         (
             c.name.value
-            for c in walk(module)
+            for c in nodes
             if isinstance(c, cst.ClassDef) and any(s is function for s in c.body.body)
         ),
         None,
     )
     position = _position(function, parameter, owner)
-    nodes = list(walk(module))
     calls = [n for n in nodes if isinstance(n, cst.Call) and _names(n.func, name, owner)]
     callees = {id(call.func) for call in calls} | {id(function.name)}
     if any(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from portlint.facts import INT32_DTYPES, INT64_DTYPES
 from portlint.index.kernels import is_kernel, name_of
 
 
@@ -39,7 +40,6 @@ OPAQUE = "opaque"  # a use portlint cannot follow (into a container, a return, a
 # A use that demands int64: a test of the tensor's dtype against it (`assert x.dtype == torch.int64`,
 # a compiled op's wrapper checking what its schema takes).
 NEEDS_INT64 = "int64"
-INT64_DTYPES = frozenset({"torch.int64", "torch.long"})
 TORCH = "torch"
 
 
@@ -207,12 +207,9 @@ def int32_returns(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[int 
 def _made_int32(value: ast.expr) -> bool:
     if not isinstance(value, ast.Call):
         return False
-    if any(k.arg == "dtype" and name_of(k.value) in INT32_TORCH for k in value.keywords):
+    if any(k.arg == "dtype" and name_of(k.value) in INT32_DTYPES for k in value.keywords):
         return True
     method = value.func.attr if isinstance(value.func, ast.Attribute) else ""
     if method == "int" and not value.args:
         return True
-    return method in ("to", "type") and any(name_of(a) in INT32_TORCH for a in value.args)
-
-
-INT32_TORCH = frozenset({"torch.int32", "torch.int"})
+    return method in ("to", "type") and any(name_of(a) in INT32_DTYPES for a in value.args)

@@ -137,15 +137,15 @@ class Flow(Names, Expressions):
         if requires_it(other_arm) and launches(cuda_arm or self.rest, self.kernels):
             otherwise = False  # (a requirement of CUDA before a Triton kernel, which XPU runs)
         fallback = (  # (a requirement that picks CUDA by name is still a requirement)
-            (
+            not self.beside
+            and not requires_it(other_arm)
+            and (
                 falls_back_to_cpu(cuda_arm, other_arm)
                 or (
                     self.nested
                     and unbound_off_cuda(cuda_arm, other_arm, self.rest, self.scope, self._decides)
                 )
             )
-            and not self.beside
-            and not requires_it(other_arm)
         )
         read = None if fallback else (decided.line, otherwise)
         for node in walk(test):

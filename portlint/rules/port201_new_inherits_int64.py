@@ -14,7 +14,7 @@ from portlint.analysis.names import (
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
 from portlint.evidence import INT64_ORIGIN, NEW_TENSOR_CALL
-from portlint.facts import NEW_METHODS
+from portlint.facts import INT32_DTYPES, NEW_METHODS
 from portlint.findings import UNSAFE
 from portlint.fix import Rewrite
 from portlint.index.int64 import CALL_NOTES, CONSUMER_NOTES, RETURN_NOTES, STORE_NOTES
@@ -24,7 +24,6 @@ from portlint.rule import Invalid, Rule
 # from token ids, offsets from offsets) inherits the dtype on purpose.
 KIND_WORDS = {"token", "id", "offset", "position", "pos", "index", "indice", "idx", "loc", "slot"}
 CONCATENATE = {"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"}
-INT32 = {"torch.int32", "torch.int"}
 COUNT_NAME = re.compile(r"(^|_)(num_\w+|\w*count\w*|\w+_lens?)$")
 
 
@@ -344,11 +343,13 @@ class NewTensorInheritsInt64(Rule):
         if not isinstance(value, cst.Call):
             return None
         dtype = keyword(value, "dtype")
-        if dtype is not None and qualified_names(self, dtype.value) & INT32:
+        if dtype is not None and qualified_names(self, dtype.value) & INT32_DTYPES:
             return "allocated"
         method = method_name(value)
         if method == "int" or (
-            method == "to" and value.args and qualified_names(self, value.args[0].value) & INT32
+            method == "to"
+            and value.args
+            and qualified_names(self, value.args[0].value) & INT32_DTYPES
         ):
             return "cast"
         return None
