@@ -27,14 +27,13 @@ from portlint.model.conditions import (
     resolver,
 )
 from portlint.model.flow import Flow
-from portlint.model.places import END, FUNCTIONS, Check, Region, Summaries
+from portlint.model.places import END, FUNCTIONS, Check, Region, Summaries, statements_in
 from portlint.model.recognisers import Recognisers
 from portlint.platform import dotted, foreign_libraries
 from portlint.settings import Settings
 
 MAX_PASSES = 4  # (a chain of summaries longer than this is rare; each pass is one walk)
 MAX_QUOTED = 80
-BLOCKS = ("body", "orelse", "finalbody", "handlers")  # (the fields that hold statements)
 
 
 class ModuleText:
@@ -47,11 +46,14 @@ class ModuleText:
         fixtures: dict[str, str] = {}  # (a fixture's name, as tests request it -> its function)
         autouse: list[str] = []
         classes: set[str] = set()
-        for node in _statements(tree.body):  # (the imports anywhere in it, the fixtures)
+        rebound: set[str] = set()
+        for node in statements_in(tree.body, own=False):  # (imports anywhere in it, fixtures)
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 imports.append(node)
             elif isinstance(node, ast.ClassDef):
                 classes.add(node.name)
+            elif isinstance(node, ast.Global):
+                rebound.update(node.names)
             elif isinstance(node, FUNCTIONS):
                 for decorator in filter(_is_fixture, node.decorator_list):
                     keywords = _keywords(decorator)
@@ -62,12 +64,7 @@ class ModuleText:
         self.fixtures = fixtures
         self.autouse = tuple(autouse)  # (the module's fixtures that every test of it takes)
         # The module's names that a function rebinds (`global HAVE_CUPY`): set there too.
-        self.rebound = frozenset(
-            name
-            for node in (ast.walk(tree) if "global " in source else ())
-            if isinstance(node, ast.Global)
-            for name in node.names
-        )
+        self.rebound = frozenset(rebound)
         # The module's classes: `A.m(y)` is a use of method `A.m` only where `A` is one of them.
         self.classes = frozenset(classes)
         self.kernels = frozenset(  # (Triton's)
@@ -93,21 +90,6 @@ class ModuleText:
                 + [_chars(self.lines[end - 1], 0, stop).strip()]
             )
         return text if len(text) <= MAX_QUOTED else text[: MAX_QUOTED - 3].rstrip() + " ..."
-
-
-def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement of ``body`` and of the blocks in it, at any depth (no expression is
-    walked: a statement is never in one)."""
-    pending = list(body)
-    while pending:
-        node = pending.pop()
-        yield node
-        for field in BLOCKS:
-            block = getattr(node, field, None)
-            if block:
-                pending.extend(block)
-        for case in getattr(node, "cases", ()):  # (`match`)
-            pending.extend(case.body)
 
 
 class _Regions:

@@ -76,52 +76,51 @@ class Expressions:
         while pending:
             current, condition, here = pending.pop()
             kind = current.__class__
-            if isinstance(current, ast.Name):
-                if isinstance(current.ctx, ast.Load):
+            if kind is ast.Name:
+                if current.ctx.__class__ is ast.Load:
                     self._use(current.id, here)
                     flag = None if condition else self.scope.flag(current.id)
                     if flag is not None:
                         flag.reads.append(None)  # (its value is used: more than a check)
                 continue
-            if isinstance(current, ast.Attribute) and (method := self.method(current)):
+            if kind is ast.Attribute and (method := self.method(current)):
                 self._use(method, here)
                 held = None if condition else self.scope.flag(f"self.{current.attr}")
                 if held is not None and isinstance(current.ctx, ast.Load):
                     held.reads.append(None)  # (`nprocs=self.world`: read as data)
             elif (
-                isinstance(current, ast.Attribute)
-                and isinstance(current.value, ast.Name)
+                kind is ast.Attribute
+                and current.value.__class__ is ast.Name
                 and current.value.id in self.module_classes
             ):
                 self._use(f"{current.value.id}.{current.attr}", here)  # (`A._forward(y)`)
-            elif isinstance(current, (ast.Yield, ast.YieldFrom)):
+            elif kind is ast.Yield or kind is ast.YieldFrom:
                 self.yielded = self.yielded if self.generator else here  # (where it first gives)
                 self.generator = True
-            elif isinstance(current, ast.Call) and not condition:
+            elif kind is ast.Call and not condition:
                 for answer in self.summary(current.func, self.previous.answers) or ():
                     answer.reads.append(None)
             inner: dict[int, Evidence] = {}  # (the parts that run only on CUDA, by their test)
             if here is None and kind in _DECIDING:
-                if isinstance(current, ast.IfExp):
+                if kind is ast.IfExp:
                     inner = self._choice(current)
-                elif isinstance(current, ast.BoolOp):
+                elif kind is ast.BoolOp:
                     inner = self._boolean(current, current is not decided)
-                elif isinstance(current, ast.Call):
+                elif kind is ast.Call:
                     inner = self._enabled(current)
                     self._mapped(current)
-                elif isinstance(current, COMPREHENSIONS):
+                elif kind in COMPREHENSIONS:
                     inner = self._comprehension(current)
-                elif isinstance(current, ast.Dict):
+                elif kind is ast.Dict:
                     inner = self._table(current)
-            if isinstance(current, (ast.IfExp, ast.comprehension)):
+            if kind is ast.IfExp or kind is ast.comprehension:
                 pending.extend(
                     (child, test, inner.get(id(child), here))
                     for child, test in _conditions_in(current)
                 )
                 continue
             inherits = condition and (
-                kind in _TESTS
-                or (isinstance(current, ast.UnaryOp) and isinstance(current.op, ast.Not))
+                kind in _TESTS or (kind is ast.UnaryOp and current.op.__class__ is ast.Not)
             )
             for field in FIELDS.get(kind) or fields_of(kind):
                 value = getattr(current, field, None)
@@ -129,10 +128,12 @@ class Expressions:
                     for item in value:
                         if item.__class__ not in LEAVES and isinstance(item, ast.AST):
                             test = inherits or item is decided
-                            pending.append((item, test, inner.get(id(item), here)))
+                            pending.append(
+                                (item, test, inner.get(id(item), here) if inner else here)
+                            )
                 elif value.__class__ not in LEAVES and isinstance(value, ast.AST):
                     test = inherits or value is decided
-                    pending.append((value, test, inner.get(id(value), here)))
+                    pending.append((value, test, inner.get(id(value), here) if inner else here))
 
     def _counted(
         self, iterable: ast.expr, body: list[ast.stmt], place: Evidence | None

@@ -275,7 +275,7 @@ class Flow(Names, Expressions):
         chain, self.chain = [*self.chain, node.test], []  # (the tests of its `elif` chain)
         rest = self.rest  # (what follows it in its block)
         other = node.orelse
-        if not other and may_leave(node.body) and (asks_tensor(node.test) or requires_it(rest)):
+        if not other and (asks_tensor(node.test) or requires_it(rest)) and may_leave(node.body):
             other = rest
         beside = self.beside  # (a test after others of other devices: an arm of a dispatch)
         self.beside = beside or bool(devices_named(chain[:-1], apple=False))

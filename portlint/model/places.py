@@ -23,6 +23,7 @@ from portlint.platform import dotted, words
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 LEAVING = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+BLOCKS = ("body", "orelse", "finalbody", "handlers")  # (the fields that hold statements)
 END = (1 << 30, 0)
 NONE = object()  # (a name bound only to None so far)
 FALSY = object()  # (bound only to a false constant so far: `HAS_X = False`)
@@ -133,9 +134,27 @@ def leaves(body: list[ast.stmt]) -> bool:
 def may_leave(body: list[ast.stmt]) -> bool:
     """Whether a block ends by leaving, or has a ``return`` of its own (not of a function in it)
     that may end it: ``try: return fused(x)`` ``except RuntimeError: pass``."""
-    return leaves(body) or any(
-        isinstance(node, ast.Return) for statement in body for node in own_of(statement)
-    )
+    return leaves(body) or any(isinstance(node, ast.Return) for node in statements_in(body))
+
+
+def statements_in(body: list[ast.stmt], own: bool = True) -> Iterator[ast.stmt]:
+    """Every statement of ``body`` and of the blocks in it, at any depth; ``own``: not those of
+    the functions and classes it defines. (No expression is walked: a statement is never in
+    one.)"""
+    pending = list(body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (ast.stmt, ast.excepthandler)) or (
+            own and isinstance(node, (*FUNCTIONS, ast.ClassDef))
+        ):
+            continue  # (an expression given as an arm holds no statement: `a if t else b`)
+        for name in BLOCKS:
+            block = getattr(node, name, None)
+            if block:
+                pending.extend(block)
+        for case in getattr(node, "cases", ()):  # (`match`)
+            pending.extend(case.body)
 
 
 def asks_tensor(test: ast.expr) -> bool:

@@ -58,6 +58,11 @@ class Recognisers:
     def __init__(self, tree: ast.Module, libraries: tuple[str, ...]) -> None:
         self.libraries = libraries
         self.bound = library_bindings(tree, libraries)  # a name -> the library it is
+        self.bound_lines = frozenset(  # (where one is named: no other statement uses one)
+            node.lineno
+            for node in (ast.walk(tree) if self.bound else ())
+            if isinstance(node, ast.Name) and node.id in self.bound
+        )
         self.markers = markers_of(tree)
         self.platforms: set[str] = set()  # (its classes declared for CUDA: the base of others)
 
@@ -190,6 +195,8 @@ class Recognisers:
         elif isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
             roots = [node]
         else:
+            return None
+        if self.bound_lines.isdisjoint(range(node.lineno, (node.end_lineno or node.lineno) + 1)):
             return None
         for current in _surely_run(roots):
             base = current.func if isinstance(current, ast.Call) else current
