@@ -47,14 +47,19 @@ class ModuleText:
         autouse: list[str] = []
         classes: set[str] = set()
         rebound: set[str] = set()
+        functions = {"__file__"}  # (and `__file__`: a worker launched by its tests)
         for node in statements_in(tree.body, own=False):  # (imports anywhere in it, fixtures)
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 imports.append(node)
             elif isinstance(node, ast.ClassDef):
                 classes.add(node.name)
+                functions.update(
+                    f"{node.name}.{f.name}" for f in node.body if isinstance(f, FUNCTIONS)
+                )
             elif isinstance(node, ast.Global):
                 rebound.update(node.names)
             elif isinstance(node, FUNCTIONS):
+                functions.add(node.name)
                 for decorator in filter(_is_fixture, node.decorator_list):
                     keywords = _keywords(decorator)
                     name = keywords.get("name")
@@ -67,6 +72,9 @@ class ModuleText:
         self.rebound = frozenset(rebound)
         # The module's classes: `A.m(y)` is a use of method `A.m` only where `A` is one of them.
         self.classes = frozenset(classes)
+        # What a use is recorded of (:attr:`Summaries.uses`): the module's functions and methods
+        # (``f``, ``A.m``), whose every use may be confined.
+        self.functions = frozenset(functions)
         self.kernels = frozenset(  # (Triton's)
             node.name for node in tree.body if isinstance(node, ast.FunctionDef) and is_kernel(node)
         )

@@ -41,6 +41,7 @@ class Expressions:
     previous: Summaries
     summaries: Summaries
     module_classes: frozenset[str]  # (the module's classes, whose methods `A.m(y)` uses)
+    functions: frozenset[str]  # (the module's functions and methods: `ModuleText.functions`)
 
     def mark(self, start: tuple[int, int], end: tuple[int, int], evidence: Evidence) -> None:
         raise NotImplementedError
@@ -293,7 +294,8 @@ class Expressions:
         return inner
 
     def _use(self, name: str, place: Evidence | None) -> None:
-        self.summaries.uses.setdefault(name, []).append(place.line if place else None)
+        if name in self.functions:
+            self.summaries.uses.setdefault(name, []).append(place.line if place else None)
 
 
 ACCELERATOR_QUERIES = frozenset(
@@ -319,12 +321,20 @@ DEVICE_KEYS = OTHER_DEVICES | {"cpu", "meta", "default"}
 
 def expressions_of(statement: ast.AST) -> Iterator[ast.AST]:
     """The expressions a statement holds itself (not those of the statements in its body)."""
-    for name, value in ast.iter_fields(statement):
-        if name in ("body", "orelse", "finalbody", "handlers", "cases", "decorator_list"):
-            continue
-        values = value if isinstance(value, list) else [value]
-        for item in values:
+    kind = statement.__class__
+    fields = _EXPRESSION_FIELDS.get(kind)
+    if fields is None:
+        fields = _EXPRESSION_FIELDS[kind] = tuple(
+            name for name in kind._fields if name not in _BLOCK_FIELDS
+        )
+    for name in fields:
+        value = getattr(statement, name, None)
+        for item in value if value.__class__ is list else (value,):
             if isinstance(
                 item, (ast.expr, ast.withitem, ast.keyword, ast.arguments, ast.comprehension)
             ):
                 yield item
+
+
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases", "decorator_list"})
+_EXPRESSION_FIELDS: dict[type, tuple[str, ...]] = {}  # (by statement class: filled as met)

@@ -67,6 +67,7 @@ class Flow(Names, Expressions):
         self.segment = module.segment
         self.kernels: frozenset[str] = module.kernels
         self.module_classes: frozenset[str] = module.classes
+        self.functions: frozenset[str] = module.functions
         self.conditions = Conditions(
             module.resolve,
             self._bound,

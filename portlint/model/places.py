@@ -6,6 +6,7 @@ CPU)."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -228,15 +229,21 @@ def devices_named(nodes: Sequence[ast.AST], apple: bool = True) -> set[str]:
                 name = node.value.split(":")[0]
             else:
                 continue
-            if DEVICE_TEXT.search(name):
-                found |= set(words(name)) & OTHER_DEVICES  # (`has_mps`: the MPS)
+            found |= _devices_of(name)
     return found if apple else found - APPLE_WORDS
+
+
+@functools.lru_cache(maxsize=1 << 15)  # (a tree reads the same few thousand names again and again)
+def _devices_of(name: str) -> frozenset[str]:
+    """The devices other than CUDA that a name or a string names (``has_mps``: the MPS)."""
+    return frozenset(words(name)) & OTHER_DEVICES if DEVICE_TEXT.search(name) else frozenset()
 
 
 # Words of a test of which torch release runs (`is_torch_version(">=", "2.3")`,
 # `_is_torch_greater_or_equal_than_2_7`, `version.parse(torch.__version__) < ...`), and a flag
 # named for a release (`TORCH_2_4`, `_TORCH_1_13`): true from that release on.
 RELEASE_WORDS = frozenset({"version", "greater", "less", "older", "newer", "ge", "gt", "lt", "le"})
+VENDOR_BUILDS = ("torch.version.hip", "torch.version.cuda")
 RELEASE_FLAG = re.compile(r"_?(?:IS_)?TORCH_?\d+(?:_\d+)+", re.IGNORECASE)
 
 
@@ -250,7 +257,7 @@ def asks_torch_release(test: ast.expr) -> bool:
                 return True
             found.update(words(node.id))
         elif isinstance(node, ast.Attribute):
-            if dotted(node) in ("torch.version.hip", "torch.version.cuda"):
+            if node.attr in ("hip", "cuda") and dotted(node) in VENDOR_BUILDS:
                 return False  # (a test of the build's vendor, not of the release)
             found.update(words(node.attr))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):

@@ -127,6 +127,11 @@ class Recognisers:
     def after(self, node: ast.stmt, flow) -> Evidence | None:
         """Why what follows the statement in its block runs only on CUDA: it imports a library of
         the table, or calls a function that cannot return unless on CUDA."""
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) and not isinstance(
+            getattr(node, "value", None), (ast.Call, ast.Await)
+        ):  # (no import, and no call of its own: what it may use of a library is all it says)
+            used = self._used(node, flow.parameters) if self.bound else None
+            return self._library_use(used, node.lineno)
         imported = _imported(node)
         if imported:
             found = first_import_of(imported, self.libraries)
@@ -142,10 +147,13 @@ class Recognisers:
             why = f"`{loaded}` is loaded, a library of NVIDIA's or AMD's driver"
             return Evidence("library-import", why, node.lineno)
         used = self._used(node, flow.parameters) if self.bound else None
-        if used is not None:
-            why = f"`{used}` of `{self.bound[used]}` is used, which exists only for NVIDIA or AMD GPUs"
-            return Evidence("library-use", why, node.lineno)
-        return flow.required(node)
+        return self._library_use(used, node.lineno) or flow.required(node)
+
+    def _library_use(self, used: str | None, line: int) -> Evidence | None:
+        if used is None:
+            return None
+        why = f"`{used}` of `{self.bound[used]}` is used, which exists only for NVIDIA or AMD GPUs"
+        return Evidence("library-use", why, line)
 
     def _platform(self, node: ast.ClassDef) -> Evidence | None:
         """A class of a platform layer declared for CUDA or ROCm (the ``platform-class`` row)."""
