@@ -2,8 +2,8 @@
 
     python bench/phases.py <package folder>      # e.g. the vllm folder of vLLM 0.33.0
 
-Every ``.py`` file under the folder is read, gated, parsed by Python and read for the project
-index; the files the text gate passes also get the nesting bound, ``compile()`` and the rules,
+Every ``.py`` file under the folder is read, gated, parsed by Python, modelled (the platform
+model: :mod:`portlint.model`) and read for the project index; the files the text gate passes also get the nesting bound, ``compile()`` and the rules,
 as a worker of ``portlint check <folder> --no-cache`` (no configuration) does them. The cycle
 collector is off, as in a worker. Seconds per phase are printed; the main process's own work
 (finding files, joining the index, reporting) is not in them.
@@ -22,6 +22,7 @@ from portlint.bounds import compile_quietly, deepest
 from portlint.config import Overrides, load_settings
 from portlint.engine import lint_source
 from portlint.index.reading import read_module
+from portlint.model import module_model
 from portlint.sources import decode_source
 from portlint.speed.gate import codes_with_triggers_in
 
@@ -58,14 +59,16 @@ def main(root: Path) -> None:
             start = timed("nesting bound", start)
             compile_quietly(tree, str(file))
             start = timed("compile()", start)
-        facts = read_module(tree, packages)
+        model = module_model(tree, source, str(file), settings)
+        start = timed("platform model (every file)", start)
+        facts = read_module(tree, packages, model)
         start = timed("index reader", start)
         if codes:
             lint_source(
                 str(file), source, settings, fix_edits=False, codes=codes, speedups=True,
                 tree=tree, facts=facts,
             )  # fmt: skip
-            timed("rules (cut, LibCST, analyses)", start)
+            timed("rules (cut, LibCST, analyses; the model made above)", start)
     print(f"{root}: {len(files)} files, {linted} through the rules")
     for phase, spent in seconds.items():
         print(f"  {phase:32} {spent:6.2f} s")

@@ -18,6 +18,7 @@ import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from portlint.findings import split_lines
 from portlint.index.kernels import is_kernel
 from portlint.model.conditions import (
     Evidence,
@@ -41,7 +42,8 @@ class ModuleText:
 
     def __init__(self, tree: ast.Module, source: str, guard_functions: Iterable[str]) -> None:
         self.tree = tree
-        self.lines = source.splitlines()
+        # (As Python numbers them: `str.splitlines` also ends a line at a form feed.)
+        self.lines = [line.rstrip("\r\n") for line in split_lines(source)]
         imports: list[ast.Import | ast.ImportFrom] = []
         fixtures: dict[str, str] = {}  # (a fixture's name, as tests request it -> its function)
         autouse: list[str] = []
@@ -170,7 +172,7 @@ class PlatformModel:
         guard_functions: Iterable[str] = (),
     ) -> None:
         self.text = ModuleText(tree, source, guard_functions)
-        recognisers = Recognisers(tree, libraries)
+        recognisers = Recognisers(tree, self.text.lines, libraries)
         summaries = Summaries()
         for _ in range(MAX_PASSES):
             flow = Flow(self.text, recognisers, summaries)

@@ -55,13 +55,13 @@ class Recognisers:
     """The rows of :data:`ROWS`, applied to one module: ``libraries`` are the NVIDIA- and
     AMD-only libraries it may import (``cuda-only-imports``, less its own package)."""
 
-    def __init__(self, tree: ast.Module, libraries: tuple[str, ...]) -> None:
+    def __init__(self, tree: ast.Module, lines: list[str], libraries: tuple[str, ...]) -> None:
         self.libraries = libraries
         self.bound = library_bindings(tree, libraries)  # a name -> the library it is
-        self.bound_lines = frozenset(  # (where one is named: no other statement uses one)
-            node.lineno
-            for node in (ast.walk(tree) if self.bound else ())
-            if isinstance(node, ast.Name) and node.id in self.bound
+        # The lines whose text holds one of those names (no other statement can use one).
+        named = re.compile("|".join(map(re.escape, self.bound))) if self.bound else None
+        self.bound_lines = frozenset(
+            number for number, line in enumerate(lines, 1) if named and named.search(line)
         )
         self.markers = markers_of(tree)
         self.platforms: set[str] = set()  # (its classes declared for CUDA: the base of others)
