@@ -42,6 +42,7 @@ class Expressions:
     summaries: Summaries
     module_classes: frozenset[str]  # (the module's classes, whose methods `A.m(y)` uses)
     functions: frozenset[str]  # (the module's functions and methods: `ModuleText.functions`)
+    flag_names: set[str]  # (every name a flag was bound to: none other is one)
 
     def mark(self, start: tuple[int, int], end: tuple[int, int], evidence: Evidence) -> None:
         raise NotImplementedError
@@ -80,13 +81,22 @@ class Expressions:
             if kind is ast.Name:
                 if current.ctx.__class__ is ast.Load:
                     self._use(current.id, here)
-                    flag = None if condition else self.scope.flag(current.id)
+                    flag = (
+                        self.scope.flag(current.id)
+                        if not condition and current.id in self.flag_names
+                        else None
+                    )
                     if flag is not None:
                         flag.reads.append(None)  # (its value is used: more than a check)
                 continue
             if kind is ast.Attribute and (method := self.method(current)):
                 self._use(method, here)
-                held = None if condition else self.scope.flag(f"self.{current.attr}")
+                attribute = f"self.{current.attr}"
+                held = (
+                    self.scope.flag(attribute)
+                    if not condition and attribute in self.flag_names
+                    else None
+                )
                 if held is not None and isinstance(current.ctx, ast.Load):
                     held.reads.append(None)  # (`nprocs=self.world`: read as data)
             elif (

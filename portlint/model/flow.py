@@ -89,6 +89,7 @@ class Flow(Names, Expressions):
         # the function needs CUDA, so does the code that calls it.
         self.implied: dict[int, frozenset] = {}
         self.flags: list[Flag] = []
+        self.flag_names: set[str] = set()  # (every name a flag was bound to, in any scope)
         self.beside = False  # (the block walked tests another device in an `if` of its own)
         self.rest: list[ast.stmt] = []  # (what follows the statement walked in its block)
         self.chain: list[ast.expr] = []  # (the tests before the `elif` walked)

@@ -34,6 +34,7 @@ class Names:
     owner: tuple[str, Scope] | None
     previous: Summaries
     flags: list[Flag]
+    flag_names: set[str]
     rebound: frozenset[str]
     summaries: Summaries
     checks: list[Check]
@@ -77,6 +78,7 @@ class Names:
                 scope.meanings[name] = meaning
                 scope.flags[name] = flag = Flag(value, meaning)
                 self.flags.append(flag)
+                self.flag_names.add(name)
             elif _is_none(value):
                 scope.made.setdefault(name, NONE)
             elif isinstance(value, ast.Constant) and not value.value:
