@@ -11,16 +11,18 @@ from typing import Any, TypeVar
 
 from portlint.facts import CUDA_DEVICE_TYPES, OTHER_DEVICES
 from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending, names_cuda
+from portlint.model.devices import (
+    asks_torch_release,
+    devices_named,
+    names_cuda_api,
+)
 from portlint.model.places import (
     FIELDS,
     LEAVES,
     Check,
     Scope,
     Summaries,
-    asks_torch_release,
-    devices_named,
     fields_of,
-    names_cuda_api,
     ranged,
     span,
 )

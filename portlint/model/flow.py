@@ -24,6 +24,14 @@ from __future__ import annotations
 import ast
 
 from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending, known
+from portlint.model.devices import (
+    asks_another_device,
+    devices_named,
+    does_otherwise,
+    falls_back_to_cpu,
+    launches,
+    names_another_device,
+)
 from portlint.model.expressions import Expressions
 from portlint.model.markers import skip_condition
 from portlint.model.names import Names, parameter_defaults
@@ -36,17 +44,11 @@ from portlint.model.places import (
     Region,
     Scope,
     Summaries,
-    asks_another_device,
     asks_tensor,
     block_span,
     checks_value,
-    devices_named,
-    does_otherwise,
-    falls_back_to_cpu,
-    launches,
     leaves,
     may_leave,
-    names_another_device,
     ranged,
     requires_it,
     span,
