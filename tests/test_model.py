@@ -1088,3 +1088,15 @@ def test_a_cuda_method_the_class_calls_with_a_device_is_its_move_not_a_dispatch(
     found, silenced = lint(dispatch)
     assert not reported(found, probe(dispatch))
     assert silenced_at(silenced, probe(dispatch)) == {"dispatch-method"}
+
+
+def test_names_bound_to_each_other_end_the_walk_of_their_values():
+    """`limit = size` then `size = limit`: following what a name holds stops at a name already
+    followed (it recursed without end: flashinfer 0.7.4 `fmha_decode_bsr_cutile.py`)."""
+    source = (
+        "import torch\n\ndef f():\n    size = torch.cuda.device_count()\n    limit = size\n"
+        f"    size = limit\n    if size > 1:\n        {PROBE}\n"
+    )
+    found, _ = lint(source)
+    assert all(code for _, _, code in found)  # (no diagnostic that the file was not analysed)
+    assert reported(found, probe(source))

@@ -286,9 +286,12 @@ class Conditions:
         meaning = self.holds(test, "torch-query") if said else UNKNOWN
         return meaning.negated() if said == -1 else meaning
 
-    def is_count(self, node: ast.expr) -> bool:
-        if isinstance(node, (ast.Name, ast.Attribute)) and (held := self.held(dotted(node) or "")):
-            return self.is_count(held)  # (`num_gpus > 0`, `self.world > 1`)
+    def is_count(self, node: ast.expr, followed: frozenset[str] = frozenset()) -> bool:
+        """Whether ``node`` is a count of CUDA devices, or a name bound to one (``followed``:
+        the names already followed, where two are bound to each other: `a = b`, `b = a`)."""
+        name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if name and name not in followed and (held := self.held(name)):
+            return self.is_count(held, followed | {name})  # (`num_gpus > 0`, `self.world > 1`)
         if not isinstance(node, ast.Call):
             return False
         if (
