@@ -40,6 +40,12 @@ def imported_names(resolver: MetadataDependent, node: cst.CSTNode) -> set[str]:
     return {q.name for q in _qualified(resolver, node) if q.source is QualifiedNameSource.IMPORT}
 
 
+def is_builtin(resolver: MetadataDependent, node: cst.CSTNode) -> bool:
+    """Whether ``node`` names one of Python's builtins (``range``, ``len``), not shadowed."""
+    found = _qualified(resolver, node)
+    return bool(found) and all(q.source is QualifiedNameSource.BUILTIN for q in found)
+
+
 def resolves_to(resolver: MetadataDependent, node: cst.CSTNode, names: Iterable[str]) -> bool:
     return not qualified_names(resolver, node).isdisjoint(names)
 

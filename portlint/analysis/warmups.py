@@ -21,6 +21,7 @@ from portlint.analysis.names import (
     block_ends_in,
     dotted_name,
     imported_names,
+    is_builtin,
     method_name,
     qualified_names,
 )
@@ -163,6 +164,7 @@ class WarmupRule(Rule):
             callee
             and id(node) not in self.receivers
             and not qualified_names(self, node.func) & NOT_WARMUPS
+            and not is_builtin(self, node.func)  # (`range(n)`, `len(x)`: no device work)
             and self._source(node) is None  # fetching or making a stream runs no kernel
             and method_name(node) not in STREAM_METHODS
         ):

@@ -43,6 +43,9 @@ class CaptureStreamNotWarmed(WarmupRule):
     Functions named `current_stream` and those listed in `stream-functions` count as fetching
     the ambient stream.
 
+    Neither a call of one of Python's builtins (`range(n)`, `len(x)`), nor a getter, an
+    allocation or a synchronisation, is a warm-up: none runs the captured work.
+
     A call inside an earlier capture is not a warm-up: a capture records work and runs none. A
     capture whose code ran before it only inside earlier captures is reported as unwarmed:
     `likely` on PyTorch's private side stream or a stream of unknown origin, `certain` on a
@@ -149,6 +152,9 @@ class CaptureStreamNotWarmed(WarmupRule):
         # Getters and allocations called on both sides are not a warm-up.
         "import torch\ndef f(m, x):\n    get_offloader().sync()\n    y = torch.zeros(3)\n"
         "    with torch.cuda.graph(g):\n        get_offloader().join()\n        y = torch.zeros(3)\n",
+        # A builtin called on both sides (`range(n)`) runs no device work: no warm-up.
+        "import torch\ndef f(run, n, g):\n    steps = list(range(n))\n    with torch.cuda.graph(g):\n"
+        "        for i in range(n):\n            run(i)\n",
         # The earlier call is on a path that returns before the capture.
         "import torch\ndef f(m, x, eager):\n    if eager:\n        return m(x)\n"
         "    with torch.cuda.graph(g):\n        m(x)\n",
@@ -193,6 +199,13 @@ class CaptureStreamNotWarmed(WarmupRule):
             10,
             fixed="import torch\ndef f(m, x, g, side):\n    with torch.cuda.stream(side):\n"
             "        m(x)\n    with torch.cuda.graph(g, stream=side):\n        m(x)\n",
+        ),
+        # A parameter named like a builtin is the caller's function, not the builtin.
+        Invalid(
+            "import torch\ndef f(len, x, g):\n    len(x)\n    with torch.cuda.graph(g):\n"
+            "        len(x)\n",
+            4,
+            10,
         ),
         # A warm-up in a branch that does not leave the function still reaches the capture.
         Invalid(
