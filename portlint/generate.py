@@ -216,6 +216,14 @@ def model_page_text() -> str:
         "accelerator reaches it (`no-accelerator`: `torch.accelerator.current_accelerator() or "
         'torch.device("cuda")`).',
         "",
+        "A name bound once, at the top level of its module, to what a function of the module "
+        "returns that returns nothing but device strings and raises for any other device "
+        '(`DEVICE_TYPE = get_device_type()`, returning `"cuda"`, `"hip"` or `"xpu"`) can '
+        'only be one of those devices: where every other one is CUDA\'s, `DEVICE_TYPE == "xpu"` '
+        'fails only on CUDA (`device-set`; its `else` is CUDA\'s), and `DEVICE_TYPE != "xpu"` '
+        "holds only there. A function that may return another value, or falls through, "
+        "gives no such set, nor does a name bound again.",
+        "",
         "A name another module of the project binds (a flag, a function that answers a test "
         "of CUDA, a skip marker), imported by name, counts where that module says so: what "
         "each module's top-level names hold is in the project index, and the evidence waits "

@@ -1100,3 +1100,54 @@ def test_names_bound_to_each_other_end_the_walk_of_their_values():
     found, _ = lint(source)
     assert all(code for _, _, code in found)  # (no diagnostic that the file was not analysed)
     assert reported(found, probe(source))
+
+
+DEVICE_TYPE_MODULE = """\
+import os
+
+import torch
+
+
+def get_device_type():
+    if torch.cuda.is_available():
+        if torch.version.hip:
+            return "hip"
+        return "cuda"
+    if torch.xpu.is_available():
+        return "xpu"
+    raise NotImplementedError("only NVIDIA, AMD and Intel GPUs")
+
+
+DEVICE_TYPE = get_device_type()
+"""
+DEVICE_TYPE_USE = f"""
+
+def f():
+    if DEVICE_TYPE == "xpu":
+        torch.xpu.synchronize()
+    else:
+        {PROBE}
+"""
+
+
+@pytest.mark.parametrize(
+    ("module", "use", "silent"),
+    [
+        # CUDA, ROCm or XPU, else the import fails: the `else` is CUDA's
+        (DEVICE_TYPE_MODULE, DEVICE_TYPE_USE, True),
+        # another device may come out of it: its `else` is not CUDA's alone
+        (DEVICE_TYPE_MODULE.replace("    raise NotImplementedError", '    return "cpu"  #'),
+         DEVICE_TYPE_USE, False),
+        # bound again: it may be anything
+        (DEVICE_TYPE_MODULE + 'DEVICE_TYPE = os.environ["DEVICE"]\n', DEVICE_TYPE_USE, False),
+        # the function binds a name of its own
+        (DEVICE_TYPE_MODULE, DEVICE_TYPE_USE.replace("f():", 'f(DEVICE_TYPE="cpu"):'), False),
+    ],
+)  # fmt: skip
+def test_a_name_that_can_only_be_cuda_or_another_device_decides_its_else(module, use, silent):
+    """`DEVICE_TYPE = get_device_type()`, whose every return is a device string and which
+    raises for any other device: `if DEVICE_TYPE == "xpu": ... else:` is CUDA's `else`."""
+    source = module + use
+    found, silenced = lint(source)
+    assert reported(found, probe(source)) is not silent
+    assert silenced_at(silenced, probe(source)) == ({"device-set"} if silent else set())

@@ -12,6 +12,7 @@ import pytest
 
 from portlint.index.reading import read_module
 from tests.helpers import run_cli, tree
+from tests.test_model import DEVICE_TYPE_MODULE
 
 SYNC = "import torch\n\n\ndef sync():\n    torch.cuda.synchronize()\n"
 GUARDED_CALL = (  # (a requirement: a check whose other arm does something of its own)
@@ -915,3 +916,53 @@ def test_a_check_of_cuda_is_followed_through_a_package_reexport(tmp_path):
     assert [f.split(" ")[:2] for f in _findings(tmp_path, "--no-cache") if "models.py" in f] == [
         ["pkg/models.py:6:21:", "PORT101"]
     ]
+
+
+DEVICE_TYPE_USES = """\
+import torch
+
+from pkg.device_type import DEVICE_TYPE
+
+
+def sync():
+    if DEVICE_TYPE == "xpu":
+        torch.xpu.synchronize()
+    else:
+        torch.cuda.synchronize()
+
+
+def stream():
+    if DEVICE_TYPE != "xpu":
+        return torch.cuda.current_stream()
+    return torch.xpu.current_stream()
+
+
+def other():
+    if DEVICE_TYPE != "npu":  # (XPU too)
+        return torch.cuda.current_stream()
+    return torch.npu.current_stream()
+"""
+
+
+@pytest.mark.parametrize(
+    ("device_type", "kept"),
+    [
+        # `DEVICE_TYPE` is CUDA, ROCm or XPU, or the import fails: both arms are CUDA's
+        (DEVICE_TYPE_MODULE, ["21:16"]),
+        # it may be the CPU too: neither is
+        (DEVICE_TYPE_MODULE.replace("    raise NotImplementedError", '    return "cpu"  #'),
+         ["10:9", "15:16", "21:16"]),
+    ],
+)  # fmt: skip
+def test_a_name_of_another_module_that_can_only_be_cuda_or_another_device(
+    tmp_path, device_type, kept
+):
+    _project(tmp_path, {"pkg/device_type.py": device_type, "pkg/ops.py": DEVICE_TYPE_USES})
+    found = [line.split(" ")[0] for line in _findings(tmp_path, "--no-cache")]
+    assert [f.removeprefix("pkg/ops.py:").rstrip(":") for f in found if "ops.py" in f] == kept
+    if len(kept) == 1:
+        why = {
+            i["silenced"]["why"] for i in _silenced(tmp_path) if i["filename"].endswith("ops.py")
+        }
+        assert why == {"`DEVICE_TYPE` of `pkg/device_type.py`: `DEVICE_TYPE` is one of cuda, hip, "
+                       "xpu (what it is bound to returns)"}  # fmt: skip

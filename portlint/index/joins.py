@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from portlint.index.modules import ModuleNames
+from portlint.model.conditions import answers
 from portlint.platform import BUILDS_EXTENSION, first_import_of, foreign_libraries
 from portlint.settings import Settings
 
@@ -107,7 +108,7 @@ class Joins(ModuleNames):
         placed = self.facts[path]["placed"][KINDS.index(kind)][row]
         if isinstance(placed, list):  # (evidence that another module's names decide)
             return any(
-                (found := self._export(path, module, name)) is not None and found[0] == want
+                (found := self._export(path, module, name)) is not None and answers(found[0], want)
                 for want, module, name in placed
             )
         return placed >= 0

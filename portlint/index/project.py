@@ -44,6 +44,7 @@ from portlint.findings import Silenced, Violation
 from portlint.index.function_uses import functions_in
 from portlint.index.joins import Joins, Site
 from portlint.index.modules import MAX_REEXPORTS
+from portlint.model.conditions import answers
 from portlint.settings import Settings
 from portlint.sources import SourceError, read_source
 from portlint.speed.cut import parse_ast
@@ -167,7 +168,7 @@ class Project(Joins):
             if not (line, col) <= at < (end_line, end_col):
                 continue
             found = self._export(path, module, name)
-            if found is not None and found[0] == want:
+            if found is not None and answers(found[0], want):
                 why = f"`{name}` of `{found[2]}`: {found[1]}"
                 return Silenced(violation, "imported", why, evidence_line)
         return None

@@ -21,6 +21,7 @@ from typing import Any
 from portlint.findings import split_lines
 from portlint.index.kernels import is_kernel
 from portlint.model.conditions import (
+    DEVICE_SET,
     Evidence,
     bindings_of,
     is_pending,
@@ -292,7 +293,14 @@ def _learnt(summaries: Summaries) -> tuple:
 
 def _exports(flow: Flow) -> dict[str, list]:
     """What :meth:`PlatformModel.exports` gives, from the finished walk."""
-    found: dict[str, list] = {}
+    found: dict[str, list] = {
+        name: [
+            DEVICE_SET + ",".join(sorted(devices)),
+            f"`{name}` is one of {', '.join(sorted(devices))} (what it is bound to returns)",
+            flow.device_lines[name],
+        ]
+        for name, devices in flow.devices.items()
+    }
     scope = flow.scope  # (the module's, once the walk is done)
     for name, made in scope.made.items():
         if isinstance(made, Evidence):

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from portlint.facts import CUDA_DEVICE_TYPES, OTHER_DEVICES
 from portlint.platform import count_says_cuda, dotted, string_says_cuda
 
 
@@ -75,6 +76,22 @@ def pending(want: str, module: str, name: str) -> str:
     """What pending evidence waits for: that ``name`` of ``module`` (as the import wrote it:
     ``.utils``) is, by the module's exports (:meth:`portlint.model.PlatformModel.exports`), ``want``."""
     return f"{want} {module} {name}"
+
+
+def answers(said: str, want: str) -> bool:
+    """Whether what another module exports of a name (its kind) gives what pending evidence
+    waits for: the same kind, or, for ``other-than:D`` (the name differs from device ``D``), a
+    closed set of devices (``devices:cuda,hip,xpu``) whose others are all CUDA's."""
+    if want.startswith(OTHER_THAN) and said.startswith(DEVICE_SET):
+        rest = set(said.removeprefix(DEVICE_SET).split(",")) - {want.removeprefix(OTHER_THAN)}
+        return bool(rest) and rest <= CUDA_DEVICE_TYPES
+    return said == want
+
+
+# What a name bound to the result of a function that returns only device strings exports
+# (``devices:cuda,hip,xpu``), and what a comparison of an imported name with a device waits for.
+DEVICE_SET = "devices:"
+OTHER_THAN = "other-than:"
 
 
 def is_pending(evidence: Evidence | None) -> bool:
@@ -152,8 +169,11 @@ class Conditions:
         guard_functions: frozenset[str] = frozenset(),
         origins: Mapping[str, tuple[str, str]] | None = None,
         held: Callable[[str], ast.expr | None] = lambda name: None,
+        values: Callable[[str], frozenset[str] | None] = lambda name: None,
     ) -> None:
         self.resolve = resolve
+        # The devices a name of the module can only be (`DEVICE_TYPE`): Flow._devices.
+        self.values = values
         self.bound = bound
         self.held = held  # (the test a name was bound to: `num_gpus = torch.cuda.device_count()`)
         self.calls = calls
@@ -269,10 +289,42 @@ class Conditions:
                     return inner
                 if isinstance(op, ast.Is):
                     return Meaning(None, inner.if_true)
+        if isinstance(op, (ast.Eq, ast.NotEq)):
+            other_device = self._other_device(test, left, right) or self._other_device(
+                test, right, left
+            )
+            if other_device is not None:
+                return other_device if isinstance(op, ast.Eq) else other_device.negated()
         if isinstance(op, (ast.In, ast.NotIn)) and _all_cuda(right):
             meaning = self.holds(test, "device-type")
             return meaning if isinstance(op, ast.In) else meaning.negated()
         return self._count(test, left, op, right)
+
+    def _other_device(self, test: ast.Compare, name: ast.expr, device: ast.expr) -> Meaning | None:
+        """``name == "xpu"``, where ``name`` can only be one of a closed set of devices (bound
+        to what a function returns that returns nothing but device strings, and raises for any
+        other device): false only on CUDA where every other device of the set is CUDA's; for a
+        name imported from another module of the project, what its set is waits for it."""
+        if not (
+            isinstance(name, ast.Name)
+            and isinstance(device, ast.Constant)
+            and device.value in OTHER_DEVICES
+        ):
+            return None
+        values = self.values(name.id)
+        if values == frozenset():  # (a name of the function's own)
+            return None
+        if values is None:
+            source = self.origins.get(name.id)
+            if source is None:
+                return None
+            want = pending(f"{OTHER_THAN}{device.value}", *source)
+            return Meaning(if_false=Evidence(PENDING, want, test.lineno))
+        rest = values - {device.value}
+        if not rest or not rest <= CUDA_DEVICE_TYPES:
+            return None
+        why = f"`{self.segment(test)}`, `{name.id}` being one of {', '.join(sorted(values))}"
+        return Meaning(if_false=Evidence("device-set", why, test.lineno))
 
     def _count(self, test: ast.Compare, left: ast.expr, op: ast.cmpop, right: ast.expr) -> Meaning:
         """``torch.cuda.device_count() >= 2`` holds only on CUDA; ``< 2`` fails only there."""

@@ -34,7 +34,7 @@ from portlint.model.devices import (
 )
 from portlint.model.expressions import Expressions
 from portlint.model.markers import skip_condition
-from portlint.model.names import Names, parameter_defaults
+from portlint.model.names import Names, parameter_defaults, read_after
 from portlint.model.places import (
     END,
     FUNCTIONS,
@@ -78,6 +78,7 @@ class Flow(Names, Expressions):
             module.guard_functions,
             module.origins,
             self._held,
+            self._devices,
         )
         self.recognisers = recognisers
         self.previous = previous
@@ -92,6 +93,10 @@ class Flow(Names, Expressions):
         self.implied: dict[int, frozenset] = {}
         self.flags: list[Flag] = []
         self.flag_names: set[str] = set()  # (every name a flag was bound to, in any scope)
+        # The module's names bound once, at its top level, to a function's closed set of
+        # devices (`DEVICE_TYPE = get_device_type()`: Summaries.devices), with the line.
+        self.devices: dict[str, frozenset[str]] = {}
+        self.device_lines: dict[str, int] = {}
         self.beside = False  # (the block walked tests another device in an `if` of its own)
         self.rest: list[ast.stmt] = []  # (what follows the statement walked in its block)
         self.chain: list[ast.expr] = []  # (the tests before the `elif` walked)
@@ -180,13 +185,6 @@ class Flow(Names, Expressions):
             if reads and len(reads) == len(flag.reads):
                 checked = _checked(flag.meaning, flag.value)
                 self.checks.append(Check(*span(flag.value), checked, reads))
-
-    def _bound(self, name: str) -> Meaning | None:
-        return self.scope.lookup(name)
-
-    def _held(self, name: str) -> ast.expr | None:
-        flag = self.scope.flag(name)
-        return flag.value if flag is not None else None
 
     # --- statements -----------------------------------------------------------------------
     def module(self) -> None:
@@ -362,7 +360,7 @@ class Flow(Names, Expressions):
         for argument, default in parameter_defaults(node):
             if default is not None:
                 self.expressions(default, place)
-                if required is not None and _read_after(node, argument.arg, required.line):
+                if required is not None and read_after(node, argument.arg, required.line):
                     self.mark_node(default, required)  # (read only once CUDA was required)
         outer, self.scope = self.scope, Scope(self.scope)
         parameters = self.parameters
@@ -395,6 +393,8 @@ class Flow(Names, Expressions):
             self.summaries.requires[name] = Evidence("requires", why, end.line)
         if own_returns and not yields and evidence is None:
             self._predicate(name, node, own_returns)
+        if not (self.nested or self.classes or yields):  # (a function of the module's own)
+            self._returns_devices(name, node, own_returns)
 
     def klass(self, node: ast.ClassDef, place: Evidence | None) -> None:
         for expression in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
@@ -435,18 +435,3 @@ def _exit(evidence: Evidence | None) -> Evidence | None:
     if evidence is None or is_pending(evidence):
         return evidence
     return Evidence("exit", f"an exit unless {evidence.why}", evidence.line)
-
-
-def _read_after(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, line: int) -> bool:
-    """Whether ``function`` reads ``name`` only after ``line`` (its requirement of CUDA), or the
-    requirement is its first statement (``assert device.startswith("cuda")``, then the rest)."""
-    body = function.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]  # (a docstring)
-    reads = [
-        node.lineno
-        for statement in body
-        for node in ast.walk(statement)
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
-    ]
-    return min(reads, default=line + 1) > line or bool(body and body[0].lineno == line)

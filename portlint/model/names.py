@@ -9,6 +9,7 @@ import ast
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from portlint.facts import CUDA_DEVICE_TYPES, OTHER_DEVICES
 from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending, known
 from portlint.model.places import (
     FALSY,
@@ -19,6 +20,7 @@ from portlint.model.places import (
     Summaries,
     exits_first,
     false,
+    leaves,
     span,
 )
 
@@ -35,6 +37,8 @@ class Names:
     previous: Summaries
     flags: list[Flag]
     flag_names: set[str]
+    devices: dict[str, frozenset[str]]
+    device_lines: dict[str, int]
     rebound: frozenset[str]
     summaries: Summaries
     checks: list[Check]
@@ -72,6 +76,8 @@ class Names:
                 continue  # (a flag lowered to False still holds only where it held)
             scope.meanings.pop(name, None)
             scope.flags.pop(name, None)
+            if scope.outer is None and "." not in name:
+                self._top_level(name, value, node.lineno)
             if name in self.rebound:  # (a function sets it too, wherever it runs)
                 scope.made[name] = None
             elif meaning.known:
@@ -85,6 +91,19 @@ class Names:
                 scope.made.setdefault(name, FALSY)  # (true later only where it is set)
             else:
                 _made(scope, name, place)
+
+    def _top_level(self, name: str, value: ast.expr, line: int) -> None:
+        """A name bound at the module's top level: a closed set of devices where it is bound
+        once, to what a function of the module that returns only device strings returns."""
+        if name in self.device_lines or name in self.rebound:
+            self.devices.pop(name, None)  # (bound again: it may be anything)
+        elif (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id in self.summaries.devices
+        ):
+            self.devices[name] = self.summaries.devices[value.func.id]
+        self.device_lines.setdefault(name, line)
 
     def bind_parameters(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
         """The function's parameters, bound in its scope (new) to what its callers pass: values
@@ -183,6 +202,38 @@ class Names:
             return self.conditions.imported(value, value.func.id, "requires").if_true
         return found
 
+    def _bound(self, name: str) -> Meaning | None:
+        return self.scope.lookup(name)
+
+    def _devices(self, name: str) -> frozenset[str] | None:
+        """The closed set of devices the module's name ``name`` is (:attr:`devices`); None
+        where the module binds no such name (an imported one waits for its module); empty
+        where a function around the code binds the name itself."""
+        scope = self.scope
+        while scope.outer is not None:
+            if name in scope.made or name in scope.meanings:
+                return frozenset()
+            scope = scope.outer
+        return self.devices.get(name)
+
+    def _held(self, name: str) -> ast.expr | None:
+        flag = self.scope.flag(name)
+        return flag.value if flag is not None else None
+
+    def _returns_devices(
+        self, name: str, node: ast.FunctionDef | ast.AsyncFunctionDef, returns: list
+    ) -> None:
+        """A function of the module whose every return is a device string and which cannot
+        fall through (``return "cuda"`` ... ``return "xpu"``, then ``raise
+        NotImplementedError(...)``): the devices it can return (:attr:`Summaries.devices`)."""
+        devices = [r.value.value if isinstance(r.value, ast.Constant) else None for r, _ in returns]
+        if (
+            devices
+            and all(d in OTHER_DEVICES or d in CUDA_DEVICE_TYPES for d in devices)
+            and leaves(node.body)
+        ):
+            self.summaries.devices[name] = frozenset(devices)  # type: ignore[arg-type]  # (strs)
+
 
 def parameter_defaults(
     node: ast.FunctionDef | ast.AsyncFunctionDef,
@@ -214,3 +265,18 @@ def _made(scope: Scope, name: str, place: Evidence | None) -> None:
 
 def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
+
+
+def read_after(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, line: int) -> bool:
+    """Whether ``function`` reads ``name`` only after ``line`` (its requirement of CUDA), or the
+    requirement is its first statement (``assert device.startswith("cuda")``, then the rest)."""
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # (a docstring)
+    reads = [
+        node.lineno
+        for statement in body
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+    ]
+    return min(reads, default=line + 1) > line or bool(body and body[0].lineno == line)

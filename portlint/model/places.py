@@ -103,6 +103,9 @@ class Summaries:
     # Each use of a function: the line of the evidence that its code runs only on CUDA (None:
     # it may run anywhere).
     uses: dict[str, list[int | None]] = field(default_factory=dict)
+    # A module function that returns nothing but device strings, and raises for any other
+    # device (`get_device_type()`): the devices it can return.
+    devices: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 def span(node: Any) -> tuple[tuple[int, int], tuple[int, int]]:
