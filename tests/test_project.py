@@ -966,3 +966,15 @@ def test_a_name_of_another_module_that_can_only_be_cuda_or_another_device(
         }
         assert why == {"`DEVICE_TYPE` of `pkg/device_type.py`: `DEVICE_TYPE` is one of cuda, hip, "
                        "xpu (what it is bound to returns)"}  # fmt: skip
+
+
+def test_a_choice_on_a_name_of_another_module_waits_for_it_as_a_branch_does(tmp_path):
+    """`a if DEVICE_TYPE == "xpu" else b`: the `else` is CUDA's as a branch's is."""
+    uses = (
+        "import torch\n\nfrom pkg.device_type import DEVICE_TYPE\n\n"
+        'stream = torch.xpu.current_stream if DEVICE_TYPE == "xpu" else torch.cuda.current_stream\n'
+        'other = torch.npu.current_stream if DEVICE_TYPE == "npu" else torch.cuda.current_stream\n'
+    )
+    _project(tmp_path, {"pkg/device_type.py": DEVICE_TYPE_MODULE, "pkg/ops.py": uses})
+    found = [line.split(" ")[0] for line in _findings(tmp_path, "--no-cache")]
+    assert [f for f in found if "ops.py" in f] == ["pkg/ops.py:6:63:"]

@@ -198,7 +198,8 @@ class Expressions:
         self.check(node.test, meaning, *arms)
         places = [meaning.if_true, meaning.if_false]
         if not meaning.known or meaning.waits:  # (`torch.xpu.device(d) if HAS_XPU else ...`)
-            places = self._released(node.test, [[node.body], [node.orelse]])
+            released = self._released(node.test, [[node.body], [node.orelse]])
+            places = [places[0] or released[0], places[1] or released[1]]
             chain = [node]
             while isinstance(chain[-1].orelse, ast.IfExp):
                 chain.append(chain[-1].orelse)
