@@ -978,3 +978,20 @@ def test_a_choice_on_a_name_of_another_module_waits_for_it_as_a_branch_does(tmp_
     _project(tmp_path, {"pkg/device_type.py": DEVICE_TYPE_MODULE, "pkg/ops.py": uses})
     found = [line.split(" ")[0] for line in _findings(tmp_path, "--no-cache")]
     assert [f for f in found if "ops.py" in f] == ["pkg/ops.py:6:63:"]
+
+
+def test_a_dispatch_over_devices_on_an_imported_name_needs_no_answer_from_its_module(tmp_path):
+    """`if DEVICE_TYPE == "npu": ... elif DEVICE_TYPE == "xpu": ... else:` is CUDA's `else` by
+    the dispatch itself, whatever the module of `DEVICE_TYPE` says (here: nothing, as it may
+    be the CPU): what waits for another module does not stand in its way."""
+    device_type = DEVICE_TYPE_MODULE.replace("    raise NotImplementedError", '    return "cpu"  #')
+    uses = (
+        "import torch\n\nfrom pkg.device_type import DEVICE_TYPE\n\n\ndef free():\n"
+        '    if DEVICE_TYPE == "npu":\n        torch.npu.empty_cache()\n'
+        '    elif DEVICE_TYPE == "xpu":\n        torch.xpu.empty_cache()\n'
+        "    else:\n        torch.cuda.empty_cache()\n"
+    )
+    _project(tmp_path, {"pkg/device_type.py": device_type, "pkg/ops.py": uses})
+    assert [f for f in _findings(tmp_path, "--no-cache") if "ops.py" in f] == []
+    kinds = {i["silenced"]["kind"] for i in _silenced(tmp_path) if i["filename"].endswith("ops.py")}
+    assert kinds == {"dispatch"}

@@ -199,14 +199,14 @@ class Expressions:
         places = [meaning.if_true, meaning.if_false]
         if not meaning.known or meaning.waits:  # (`torch.xpu.device(d) if HAS_XPU else ...`)
             released = self._released(node.test, [[node.body], [node.orelse]])
-            places = [places[0] or released[0], places[1] or released[1]]
+            places = [released[0] or places[0], released[1] or places[1]]  # (as `branch`)
             chain = [node]
             while isinstance(chain[-1].orelse, ast.IfExp):
                 chain.append(chain[-1].orelse)
             last = self._dispatched([arm.test for arm in chain], [chain[-1].orelse])
             if last is not None and len(chain) > 1:  # (the `else` of the chain's last choice)
                 self.mark_node(chain[-1].orelse, last)
-            places[1] = places[1] or (last if len(chain) == 1 else None)
+            places[1] = (last if len(chain) == 1 else None) or places[1]
         inner = {}
         for arm, evidence in zip((node.body, node.orelse), places, strict=True):
             if evidence is not None:
