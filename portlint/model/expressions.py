@@ -10,7 +10,14 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from portlint.facts import CUDA_DEVICE_TYPES, OTHER_DEVICES
-from portlint.model.conditions import Conditions, Evidence, Meaning, is_pending, names_cuda
+from portlint.model.conditions import (
+    Conditions,
+    Evidence,
+    Meaning,
+    is_pending,
+    known,
+    names_cuda,
+)
 from portlint.model.devices import (
     asks_torch_release,
     devices_named,
@@ -199,14 +206,15 @@ class Expressions:
         places = [meaning.if_true, meaning.if_false]
         if not meaning.known or meaning.waits:  # (`torch.xpu.device(d) if HAS_XPU else ...`)
             released = self._released(node.test, [[node.body], [node.orelse]])
-            places = [released[0] or places[0], released[1] or places[1]]  # (as `branch`)
+            places = [known(p) or r for p, r in zip(places, released, strict=True)]  # (`branch`)
             chain = [node]
             while isinstance(chain[-1].orelse, ast.IfExp):
                 chain.append(chain[-1].orelse)
             last = self._dispatched([arm.test for arm in chain], [chain[-1].orelse])
             if last is not None and len(chain) > 1:  # (the `else` of the chain's last choice)
                 self.mark_node(chain[-1].orelse, last)
-            places[1] = (last if len(chain) == 1 else None) or places[1]
+            places[1] = places[1] or (last if len(chain) == 1 else None) or meaning.if_false
+            places[0] = places[0] or meaning.if_true
         inner = {}
         for arm, evidence in zip((node.body, node.orelse), places, strict=True):
             if evidence is not None:

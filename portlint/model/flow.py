@@ -289,8 +289,13 @@ class Flow(Names, Expressions):
         if not meaning.known or meaning.waits:  # (`is_xpu` of another module: not CUDA's)
             released = self._released(node.test, [node.body, node.orelse])
             # (What the code shows here first: what another module says may not come.)
-            places = [released[0] or places[0], released[1] or places[1]]
-            places[1] = self._dispatched(chain, node.orelse) or places[1]
+            places = [
+                known(places[0]) or released[0] or places[0],
+                known(places[1])
+                or released[1]
+                or self._dispatched(chain, node.orelse)
+                or places[1],
+            ]
         self.arm(node.body, place, places[0])
         if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
             self.chain = chain
