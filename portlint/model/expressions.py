@@ -81,7 +81,9 @@ class Expressions:
         condition). ``decided``: a test, or a flag's value, whose ``and``/``or`` is checked as
         a whole elsewhere."""
         roots = [node] if isinstance(node, ast.expr) else list(expressions_of(node))
-        pending: list[tuple[ast.AST, bool, Evidence | None]] = [
+        # (Any: each node is told apart by its class, `kind is ast.Name`, which mypy does not
+        # read as `isinstance`.)
+        pending: list[tuple[Any, bool, Evidence | None]] = [
             (root, root is decided, place) for root in roots
         ]
         while pending:

@@ -288,9 +288,10 @@ class Flow(Names, Expressions):
         places = [meaning.if_true, meaning.if_false]
         if not meaning.known or meaning.waits:  # (`is_xpu` of another module: not CUDA's)
             released = self._released(node.test, [node.body, node.orelse])
-            # (What the code shows here first: what another module says may not come.)
+            # (Of the `else`, what the code shows first: what another module says may not
+            # come. Not of the body: with no `else`, another release's arm is not known.)
             places = [
-                known(places[0]) or released[0] or places[0],
+                places[0] or released[0],
                 known(places[1])
                 or released[1]
                 or self._dispatched(chain, node.orelse)
