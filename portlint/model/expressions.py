@@ -102,12 +102,9 @@ class Expressions:
                 continue
             if kind is ast.Attribute and (method := self.method(current)):
                 self._use(method, here)
-                attribute = f"self.{current.attr}"
-                held = (
-                    self.scope.flag(attribute)
-                    if not condition and attribute in self.flag_names
-                    else None
-                )
+                held = None
+                if not condition and (attribute := f"self.{current.attr}") in self.flag_names:
+                    held = self.scope.flag(attribute)
                 if held is not None and isinstance(current.ctx, ast.Load):
                     held.reads.append(None)  # (`nprocs=self.world`: read as data)
             elif (

@@ -209,12 +209,7 @@ class Names:
         """The closed set of devices the module's name ``name`` is (:attr:`devices`); None
         where the module binds no such name (an imported one waits for its module); empty
         where a function around the code binds the name itself."""
-        scope = self.scope
-        while scope.outer is not None:
-            if name in scope.made or name in scope.meanings:
-                return frozenset()
-            scope = scope.outer
-        return self.devices.get(name)
+        return frozenset() if self.scope.binds(name, local=True) else self.devices.get(name)
 
     def _held(self, name: str) -> ast.expr | None:
         flag = self.scope.flag(name)

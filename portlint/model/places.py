@@ -193,10 +193,11 @@ class Scope:
             scope = scope.outer
         return None
 
-    def binds(self, name: str) -> bool:
-        """Whether this scope or one around it has bound ``name`` so far."""
+    def binds(self, name: str, local: bool = False) -> bool:
+        """Whether this scope or one around it has bound ``name`` so far (``local``: one of
+        the functions and classes around, not the module)."""
         scope: Scope | None = self
-        while scope is not None:
+        while scope is not None and not (local and scope.outer is None):
             if name in scope.made or name in scope.meanings:
                 return True
             scope = scope.outer
