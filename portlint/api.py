@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from portlint.cache import Cache
+from portlint.check_options import FILE_TIME_LIMIT
 from portlint.config import ConfigError, Configurations, Overrides
 from portlint.discovery import discover, is_excluded
 from portlint.engine import lint_source
@@ -35,7 +36,6 @@ from portlint.fix_rounds import FixResult, fix_source
 from portlint.run import RunResult, lint_files
 from portlint.settings import Settings
 from portlint.speed.process import without_cycle_collection
-from portlint.workers import FILE_TIME_LIMIT
 
 __all__ = [
     "ConfigError",

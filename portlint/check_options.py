@@ -12,6 +12,11 @@ from portlint.config import Configurations, Overrides, inline_table
 from portlint.formats import FORMATS, OutputFormat
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# Seconds one file may take (its read for the index, its parse and every rule) before its process
+# is stopped and the file reported as too slow to analyse; far above real code (the largest file
+# of the audit corpora takes about 5 s cold), a backstop for what the bounds of portlint.bounds
+# do not foresee.
+FILE_TIME_LIMIT = 60.0
 
 
 def _codes(value: str | None) -> list[str]:

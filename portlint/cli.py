@@ -12,14 +12,14 @@ import click
 from portlint import __version__
 from portlint.cache import CACHE_DIR
 from portlint.cache import clean as clean_cache
-from portlint.check_options import EXIT_ERROR, CheckOptions, UsageError
-from portlint.check_report import Report
-from portlint.check_run import run_check
+from portlint.check_options import EXIT_ERROR, FILE_TIME_LIMIT, CheckOptions, UsageError
 from portlint.config import ConfigError
 from portlint.errors import BrokenRules
 from portlint.formats import FORMATS
 from portlint.registry import all_rules
-from portlint.workers import FILE_TIME_LIMIT
+
+# What a command needs beyond the options is imported when it runs (`portlint check` brings LibCST
+# and the rules; `portlint server`, the protocol's modules, and the linter in its own thread).
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -176,6 +176,9 @@ def _format_help() -> str:
 )
 def check(**parameters: object) -> None:
     """Lint PATHS (files or folders; default: the current folder; `-`: stdin)."""
+    from portlint.check_report import Report
+    from portlint.check_run import run_check
+
     options = CheckOptions(**parameters)  # type: ignore[arg-type]
     report = Report(options)
     try:

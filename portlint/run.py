@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from portlint.cache import Cache, Cached, digest, file_stamp
+from portlint.check_options import FILE_TIME_LIMIT
 from portlint.engine import judged_by_project
 from portlint.findings import Silenced, Violation
 from portlint.index.joins import join_key
@@ -24,7 +25,7 @@ from portlint.settings import Settings
 from portlint.sources import SourceError, decode_source, read_file
 from portlint.speed.cut import parse_ast
 from portlint.speed.gate import codes_with_triggers_in
-from portlint.workers import FILE_TIME_LIMIT, Runner
+from portlint.workers import Runner
 
 
 @dataclass

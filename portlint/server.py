@@ -18,12 +18,10 @@ where the client can) or asked for.
 from __future__ import annotations
 
 import asyncio
-import functools
+import importlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -31,14 +29,13 @@ from pygls.workspace import ServerTextPosition, ServerTextRange, TextDocument
 
 from portlint import __version__
 from portlint.catalog import CATALOG
-from portlint.config import ConfigError, Overrides, find_pyproject, load_settings
-from portlint.discovery import is_excluded
+from portlint.discovery import PYTHON_SUFFIXES
 from portlint.docs import rule_url
-from portlint.engine import lint_source
-from portlint.findings import SAFE, Edit, Fix, Violation, split_lines
-from portlint.settings import Settings
-from portlint.speed.reuse import Parts
-from portlint.suppression import FILE_NOQA, LINE_NOQA, PORTLINT_CODE, add_noqa
+from portlint.findings import SAFE, Edit, Fix, Violation
+from portlint.suppression import FILE_NOQA, LINE_NOQA, PORTLINT_CODE
+
+if TYPE_CHECKING:
+    from portlint.editing import Lint
 
 # How long after a change the text is linted: long enough for the messages an editor has already
 # sent to be read (an editor sends one action, an auto-closed bracket, a multi-cursor edit or an
@@ -47,6 +44,9 @@ from portlint.suppression import FILE_NOQA, LINE_NOQA, PORTLINT_CODE, add_noqa
 DEBOUNCE_S = 0.005
 SEVERITY = {"certain": types.DiagnosticSeverity.Error, "likely": types.DiagnosticSeverity.Warning}
 SOURCE = "portlint"
+# The file a document's settings come from (:func:`portlint.config.find_pyproject`): where one is
+# created, changed or deleted, every open document is linted again.
+CONFIG_FILE = "pyproject.toml"
 
 T = TypeVar("T")
 
@@ -57,109 +57,26 @@ def docs_url(code: str | None) -> str | None:
     return rule_url(CATALOG[code].name) if code in CATALOG else None
 
 
-@dataclass
-class Lint:
-    """What one version of a document linted to."""
-
-    version: int | None
-    source: str
-    settings: Settings | None  # None: the configuration could not be read
-    violations: list[Violation]  # their fixes carry no edits
-    # By code: the same findings with their fix edits, computed when a code action needs them.
-    with_edits: dict[str, list[Violation]] = field(default_factory=dict)
-    # What LibCST parsed of it, by part: the next version parses again only the parts it changed.
-    parts: Parts = field(default_factory=Parts)
-
-    @functools.cached_property
-    def lines(self) -> list[str]:
-        return split_lines(self.source)
-
-    def at(self, first: int, last: int) -> list[Violation]:
-        """The rules' findings on lines ``first`` .. ``last`` (1-based)."""
-        return [
-            v
-            for v in self.violations
-            if v.code is not None and v.line <= last and max(v.line, v.end_line) >= first
-        ]
-
-
-def settings_for(path: str) -> Settings:
-    """The settings `portlint check PATH` uses, run from this process's folder."""
-    cwd = Path.cwd()
-    return load_settings(find_pyproject(cwd / path), Overrides(), cwd)
-
-
-def lint_text(path: str, version: int | None, source: str, previous: Lint | None) -> Lint:
-    """Lint ``source`` as the text of ``path`` (the fast path: no fix edits). The previous
-    version's result is reused where neither the text nor the settings changed."""
-    try:
-        settings = settings_for(path)
-    except ConfigError as error:
-        return Lint(version, source, None, [Violation(path, 1, 1, None, f"portlint: {error}")])
-    parts = previous.parts if previous else Parts()
-    if previous and previous.source == source and previous.settings == settings:
-        return Lint(version, source, settings, previous.violations, previous.with_edits, parts)
-    if is_excluded(Path(path), settings):
-        return Lint(version, source, settings, [], parts=parts)
-    found = lint_source(path, source, settings, fix_edits=False, speedups=True, parts=parts)
-    return Lint(version, source, settings, found, parts=parts)
-
-
-Key = tuple[str, int, int]  # a finding's code, line and column: what a code action is about
-
-
-def finding(violations: list[Violation], key: Key) -> Violation | None:
-    return next((v for v in violations if (v.code, v.line, v.col) == key), None)
-
-
-def fix_edits(path: str, lint: Lint, key: Key) -> tuple[Edit, ...]:
-    """The edits of the fix of ``lint``'s finding ``key``. Where the diagnostics' lint did not
-    make them (it makes PORT001's), the file is linted again with that rule alone, its fixes'
-    edits made: once per version."""
-    known = finding(lint.violations, key)
-    if known is not None and known.fix is not None and known.fix.edits:
-        return known.fix.edits
-    code = key[0]
-    if code not in lint.with_edits:
-        assert lint.settings is not None  # it has findings of a rule: its settings were read
-        lint.with_edits[code] = lint_source(
-            path, lint.source, lint.settings, fix_edits=True, codes=[code], speedups=True
-        )
-    fixed = finding(lint.with_edits[code], key)
-    return fixed.fix.edits if fixed is not None and fixed.fix is not None else ()
-
-
-def noqa_edits(path: str, lint: Lint, key: Key) -> tuple[Edit, ...]:
-    """The edit that adds ``# noqa: CODE`` to the line of ``lint``'s finding ``key`` (extending
-    a ``noqa`` comment there); none where no comment can go (a line inside a string)."""
-    found = finding(lint.violations, key)
-    if found is None:
-        return ()
-    suppressed, changed, _ = add_noqa(lint.source, [found])
-    if not changed:
-        return ()
-    return (Edit(found.line, 1, found.line + 1, 1, split_lines(suppressed)[found.line - 1]),)
-
-
-# What each kind of code action does, by its name in the action's data.
-EDITS: dict[str, Callable[[str, Lint, Key], tuple[Edit, ...]]] = {
-    "fix": fix_edits,
-    "noqa": noqa_edits,
-}
-
-
 class PortlintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("portlint", __version__)
         # One lint at a time, off the event loop, which goes on reading the editor's messages.
         # (So the engine's process-wide speedups are safe here: no other thread parses.)
         self.linter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="portlint-lint")
+        # The linter (LibCST, the rules) is imported there while the editor's first requests are
+        # answered: the server starts with the protocol's modules alone.
+        self.linter.submit(importlib.import_module, "portlint.editing")
         self.lints: dict[str, Lint] = {}  # by URI: the latest version linted of each document
         self.scheduled: set[str] = set()  # URIs whose lint is waiting or running
+        # How many times a configuration file changed: a lint that began before the last change
+        # may have read the settings before it, and is made again.
+        self.config_changes = 0
         options = types.CodeActionOptions(
             code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=True
         )
         handlers: list[tuple[str, Any, Callable]] = [
+            (types.INITIALIZED, None, on_initialized),
+            (types.WORKSPACE_DID_CHANGE_WATCHED_FILES, None, on_watched_files_change),
             (types.TEXT_DOCUMENT_DID_OPEN, None, on_open),
             (types.TEXT_DOCUMENT_DID_CHANGE, None, on_change),
             (types.TEXT_DOCUMENT_DID_SAVE, None, on_save),
@@ -180,19 +97,25 @@ class PortlintServer(LanguageServer):
 
     async def lint_soon(self, uri: str, delay: float) -> None:
         """Lint the document at ``uri`` after ``delay`` unless a lint of it is already waiting or
-        running (which then lints its latest text), and publish the result while it is current."""
+        running (which then lints its latest text), and publish the result while it is current:
+        made of the text the editor holds and with the configuration on disk."""
         if uri in self.scheduled:
             return
         self.scheduled.add(uri)
         try:
             await asyncio.sleep(delay)
-            while (document := self.document(uri)) is not None:
+            while (document := self.document(uri)) is not None and is_python(document):
                 version, source = document.version, document.source
+                config_changes = self.config_changes
                 lint = await self.in_worker(
-                    lint_text, document.path, version, source, self.lints.get(uri)
+                    lint_document, document.path, version, source, self.lints.get(uri)
                 )
                 current = self.document(uri)
-                if current is not None and current.version == version:
+                if (
+                    current is not None
+                    and current.version == version
+                    and self.config_changes == config_changes
+                ):
                     self.lints[uri] = lint
                     self.publish(
                         uri, version, [diagnostic(v, lint, current) for v in lint.violations]
@@ -200,6 +123,12 @@ class PortlintServer(LanguageServer):
                     return
         finally:
             self.scheduled.discard(uri)
+
+    async def configuration_changed(self) -> None:
+        """Lint every open document again, with the settings read anew (a document whose text
+        and settings are unchanged keeps its findings: :func:`portlint.editing.lint_text`)."""
+        self.config_changes += 1
+        await asyncio.gather(*(self.lint_soon(uri, delay=0) for uri in list(self.lints)))
 
     def publish(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
         self.text_document_publish_diagnostics(
@@ -221,6 +150,57 @@ class PortlintServer(LanguageServer):
         return support is not None and "edit" in support.properties
 
 
+def lint_document(path: str, version: int | None, source: str, previous: Lint | None) -> Lint:
+    from portlint.editing import lint_text
+
+    return lint_text(path, version, source, previous)
+
+
+def action_edits(kind: str, path: str, lint: Lint, key: tuple[str, int, int]) -> tuple[Edit, ...]:
+    """The edits of a code action of ``kind`` (an entry of :data:`portlint.editing.EDITS`)."""
+    from portlint.editing import EDITS
+
+    return EDITS[kind](path, lint, key)
+
+
+def is_python(document: TextDocument) -> bool:
+    """Whether the server lints ``document``: Python by the editor's word or by its name (an
+    editor may also send other files, a ``pyproject.toml`` among them)."""
+    return document.language_id == "python" or document.path.endswith(PYTHON_SUFFIXES)
+
+
+def is_config_file(uri: str) -> bool:
+    return uri.rsplit("/", 1)[-1] == CONFIG_FILE
+
+
+def on_initialized(ls: PortlintServer, params: types.InitializedParams) -> None:
+    """Ask the client to tell of changes to configuration files, where it can be asked (files it
+    watches of its own accord are taken as well: :func:`on_watched_files_change`)."""
+    workspace = ls.client_capabilities.workspace
+    watching = workspace.did_change_watched_files if workspace else None
+    if watching is None or not watching.dynamic_registration:
+        return
+    watchers = [types.FileSystemWatcher(glob_pattern=f"**/{CONFIG_FILE}")]
+    ls.client_register_capability(
+        types.RegistrationParams(
+            [
+                types.Registration(
+                    id="portlint-configuration",
+                    method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                    register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers),
+                )
+            ]
+        )
+    )
+
+
+async def on_watched_files_change(
+    ls: PortlintServer, params: types.DidChangeWatchedFilesParams
+) -> None:
+    if any(is_config_file(change.uri) for change in params.changes):
+        await ls.configuration_changed()
+
+
 async def on_open(ls: PortlintServer, params: types.DidOpenTextDocumentParams) -> None:
     await ls.lint_soon(params.text_document.uri, delay=0)
 
@@ -230,6 +210,9 @@ async def on_change(ls: PortlintServer, params: types.DidChangeTextDocumentParam
 
 
 async def on_save(ls: PortlintServer, params: types.DidSaveTextDocumentParams) -> None:
+    """Lint the saved document again; where it is a configuration file, every open document."""
+    if is_config_file(params.text_document.uri):
+        await ls.configuration_changed()
     await ls.lint_soon(params.text_document.uri, delay=0)
 
 
@@ -269,7 +252,7 @@ async def resolve_code_action(ls: PortlintServer, action: types.CodeAction) -> t
         return action
     document, lint = found
     key = (data["code"], data["line"], data["col"])
-    edits = await ls.in_worker(EDITS[data["action"]], document.path, lint, key)
+    edits = await ls.in_worker(action_edits, data["action"], document.path, lint, key)
     if edits:
         changes = [text_edit(edit, lint, document) for edit in edits]
         action.edit = types.WorkspaceEdit(changes={document.uri: changes})
@@ -354,7 +337,7 @@ def action(
     preferred: bool | None,
 ) -> types.CodeAction:
     """A quick fix of ``violation``, its edit left to :func:`resolve_code_action` (``kind``: the
-    entry of :data:`EDITS` that makes it)."""
+    entry of :data:`portlint.editing.EDITS` that makes it)."""
     return types.CodeAction(
         title=title,
         kind=types.CodeActionKind.QuickFix,

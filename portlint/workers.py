@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
+from portlint.check_options import FILE_TIME_LIMIT
 from portlint.findings import Violation
 from portlint.job import Job, Outcome, lint_job
 
@@ -20,11 +21,6 @@ if TYPE_CHECKING:
 
 # Below this many files to parse, a process pool costs more to start than it saves.
 MIN_FILES_PER_WORKER = 8
-# Seconds one file may take (its read for the index, its parse and every rule) before its process
-# is stopped and the file reported as too slow to analyse; far above real code (the largest file
-# of the audit corpora takes about 5 s cold), a backstop for what the bounds of portlint.bounds
-# do not foresee.
-FILE_TIME_LIMIT = 60.0
 TOO_SLOW = "too slow to analyse"
 
 

@@ -16,9 +16,10 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.workspace import TextDocument
 
+from portlint.editing import Lint
 from portlint.findings import Violation
 from portlint.registry import all_rules
-from portlint.server import Lint, diagnostic, noqa_codes_at
+from portlint.server import diagnostic, noqa_codes_at
 
 SOURCE = textwrap.dedent(
     """\
@@ -42,10 +43,16 @@ class Editor:
     def __init__(self, client: LanguageClient, uri: str, text: str) -> None:
         self.client, self.uri, self.text, self.version = client, uri, text, 1
         self.published: asyncio.Queue[types.PublishDiagnosticsParams] = asyncio.Queue()
+        self.registrations: asyncio.Queue[types.Registration] = asyncio.Queue()
 
         @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def collect(params: types.PublishDiagnosticsParams) -> None:
             self.published.put_nowait(params)
+
+        @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+        def register(params: types.RegistrationParams) -> None:
+            for registration in params.registrations:
+                self.registrations.put_nowait(registration)
 
     async def diagnostics(self) -> list[types.Diagnostic]:
         """The diagnostics published for the current version of the text."""
@@ -53,6 +60,17 @@ class Editor:
             params = await asyncio.wait_for(self.published.get(), PATIENCE_S)
             if params.uri == self.uri and params.version == self.version:
                 return list(params.diagnostics)
+
+    def open(self, uri: str, text: str, language: str) -> None:
+        """Open another document in the editor."""
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, language, 1, text))
+        )
+
+    def save(self, uri: str) -> None:
+        self.client.text_document_did_save(
+            types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=uri))
+        )
 
     def change(self, text: str) -> None:
         self.text, self.version = text, self.version + 1
@@ -127,7 +145,12 @@ def run_editor(
                 code_action=types.CodeActionClientCapabilities(
                     resolve_support=resolve_support if resolve else None
                 )
-            )
+            ),
+            workspace=types.WorkspaceClientCapabilities(
+                did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
+                    dynamic_registration=True
+                )
+            ),
         )
         await client.initialize_async(
             types.InitializeParams(capabilities=capabilities, root_uri=project.as_uri())
@@ -185,13 +208,57 @@ def test_diagnostics_of_the_editors_text_with_the_projects_configuration(project
             "https://github.com/portlint/portlint/blob/main/docs/rules/hardcoded-cuda-device.md"
         )
         assert device.message.startswith("`torch.device` hardcodes CUDA")
-        editor.client.text_document_did_save(
-            types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=editor.uri))
-        )
+        editor.save(editor.uri)
         assert await editor.diagnostics() == found  # published again on save
 
     run_editor(project, scenario)
     assert not (project / "worker.py").exists()  # the server wrote nothing
+
+
+def test_a_changed_configuration_lints_the_open_documents_again(project):
+    """The server asks to be told of changes to pyproject.toml files, and on one lints what is
+    open with the settings read anew, with no change to the document."""
+    pyproject = project / "pyproject.toml"
+
+    async def scenario(editor: Editor) -> None:
+        registration = await asyncio.wait_for(editor.registrations.get(), PATIENCE_S)
+        assert registration.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+        assert registration.register_options == {"watchers": [{"globPattern": "**/pyproject.toml"}]}
+        assert [d.code for d in await editor.diagnostics()] == ["PORT101", "PORT401"]
+        pyproject.write_text('[tool.portlint]\nignore = ["PORT401"]\n')
+        editor.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                [types.FileEvent(pyproject.as_uri(), types.FileChangeType.Changed)]
+            )
+        )
+        assert [d.code for d in await editor.diagnostics()] == ["PORT101", "PORT102"]
+        pyproject.unlink()  # no configuration left: every rule
+        editor.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                [types.FileEvent(pyproject.as_uri(), types.FileChangeType.Deleted)]
+            )
+        )
+        codes = [d.code for d in await editor.diagnostics()]
+        assert codes == ["PORT101", "PORT102", "PORT401"]
+
+    run_editor(project, scenario)
+
+
+def test_saving_the_configuration_in_the_editor_lints_the_python_documents_again(project):
+    """A pyproject.toml open in the editor is not linted as Python; saving it applies it."""
+    pyproject = project / "pyproject.toml"
+
+    async def scenario(editor: Editor) -> None:
+        assert [d.code for d in await editor.diagnostics()] == ["PORT101", "PORT401"]
+        editor.open(pyproject.as_uri(), pyproject.read_text(), "toml")
+        editor.change(SOURCE + "\n")  # linted after pyproject.toml would have been
+        published = await asyncio.wait_for(editor.published.get(), PATIENCE_S)
+        assert (published.uri, published.version) == (editor.uri, editor.version)
+        pyproject.write_text('[tool.portlint]\nselect = ["PORT401"]\n')
+        editor.save(pyproject.as_uri())
+        assert [d.code for d in await editor.diagnostics()] == ["PORT401"]
+
+    run_editor(project, scenario)
 
 
 def test_a_safe_fix_is_the_preferred_quick_fix_and_applying_it_clears_the_finding(project):
