@@ -97,20 +97,6 @@ def names_other_device(name: str) -> bool:
     return any(word in OTHER_DEVICES for word in words(name))
 
 
-# A decorator that runs a test only where a CUDA GPU is: `require_cuda`, `requires_gpu`,
-# `require_torch_multi_gpu`, `skip_if_no_cuda`, `skipUnlessCuda`. ("gpu" counts here: such a
-# decorator has a portable `*_accelerator` sibling where a project also runs on other GPUs.)
-_REQUIRES = re.compile(r"(?:requires?|needs?|only|skip_?if_?no|skip_?unless|skip_?without)_?", re.I)
-
-
-def requires_cuda(decorator: str) -> bool:
-    """Whether a decorator's name (its last part) says the test needs CUDA."""
-    last = decorator.rsplit(".", 1)[-1]
-    match = _REQUIRES.match(last)
-    rest = last[match.end() :] if match else ""
-    return bool(match) and (names_cuda(rest) or "gpu" in words(rest))
-
-
 def _parts_below(path: str, root: str) -> list[str]:
     """The folders and file name (without suffix) of ``path`` below ``root``: a user's own folder
     names (`/home/amd/...`) say nothing of the code."""

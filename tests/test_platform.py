@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from portlint.model import PlatformModel
-from portlint.platform import names_cuda, requires_cuda, words
+from portlint.platform import names_cuda, words
 from portlint.speed.cut import parse_ast
 from tests.helpers import run_cli, tree
 
@@ -31,18 +31,6 @@ SYNC = "import torch\n\n\ndef step():\n    torch.cuda.synchronize()\n"
 )  # fmt: skip
 def test_names_for_cuda_are_read_by_their_words(name, cuda):
     assert names_cuda(name) is cuda, words(name)
-
-
-@pytest.mark.parametrize(
-    ("decorator", "cuda"),
-    [
-        ("require_cuda", True), ("requires_gpu", True), ("testing.require_torch_multi_gpu", True),
-        ("skip_if_no_cuda", True), ("skipUnlessCUDA", True), ("requires_hopper", True),
-        ("require_torch_accelerator", False), ("skip_if_cuda", False), ("skipIfRocm", False),
-    ],
-)  # fmt: skip
-def test_decorators_that_require_cuda(decorator, cuda):
-    assert requires_cuda(decorator) is cuda
 
 
 def _whole(source: str, libraries: tuple[str, ...] = ()) -> tuple[str, int] | None:

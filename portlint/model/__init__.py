@@ -175,7 +175,10 @@ class PlatformModel:
         self.text = ModuleText(tree, source, guard_functions)
         recognisers = Recognisers(tree, self.text.lines, libraries)
         summaries = Summaries()
+        flow: Flow | None = None
         for _ in range(MAX_PASSES):
+            if flow is not None:  # (the last pass's conditions: their callbacks make a cycle)
+                flow.conditions = None  # type: ignore[assignment]
             flow = Flow(self.text, recognisers, summaries)
             flow.module()
             flow.finish()
@@ -183,7 +186,7 @@ class PlatformModel:
             if learnt == _learnt(summaries):
                 break
             summaries = flow.summaries
-            flow.conditions = None  # type: ignore[assignment]  # (its callbacks: a cycle)
+        assert flow is not None
         self.regions: list[Region] = flow.regions
         self.pending: list[Region] = flow.pending
         self.checks: list[Check] = list(flow.checks)

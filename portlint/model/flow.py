@@ -33,7 +33,7 @@ from portlint.model.devices import (
     names_another_device,
 )
 from portlint.model.expressions import Expressions
-from portlint.model.markers import skip_condition
+from portlint.model.markers import decides_skip, skip_condition
 from portlint.model.names import Names, parameter_defaults, read_after
 from portlint.model.places import (
     END,
@@ -207,7 +207,8 @@ class Flow(Names, Expressions):
         )
         for index, statement in enumerate(body):
             self.rest = body[index + 1 :]
-            after = self.statement(statement, place)
+            free = whole and decides_skip(statement, self.tree.body)
+            after = self.statement(statement, None if free else place)
             if after is not None and place is not None and after.kind.startswith("library"):
                 self.needed.add(place.line)
             if after is not None and place is None:

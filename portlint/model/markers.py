@@ -105,3 +105,27 @@ def _stops(body: list[ast.stmt]) -> bool:
         return True
     call = last.value if isinstance(last, ast.Expr) else None
     return isinstance(call, ast.Call) and dotted(call.func) in EXIT_CALLS
+
+
+def is_pytestmark(statement: ast.stmt) -> bool:
+    """Whether ``statement`` is the module's ``pytestmark = ...`` (it runs wherever the module is
+    imported, to decide whether its tests run: what it calls is not confined by its skip)."""
+    return isinstance(statement, ast.Assign) and [dotted(t) for t in statement.targets] == [
+        "pytestmark"
+    ]
+
+
+def decides_skip(statement: ast.stmt, module: list[ast.stmt]) -> bool:
+    """Whether ``statement``, at the top level of ``module``, is its ``pytestmark`` or defines a
+    function that one calls: it runs wherever the module is imported, to decide whether the
+    tests run, and is not confined by their skip."""
+    if is_pytestmark(statement):
+        return True
+    if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    return any(
+        isinstance(node, ast.Name) and node.id == statement.name
+        for mark in module
+        if is_pytestmark(mark)
+        for node in ast.walk(mark)
+    )

@@ -23,7 +23,14 @@ from portlint.model.conditions import (
     names_only_cuda,
     pending,
 )
-from portlint.model.markers import SKIP_IF, SKIP_UNLESS, markers_of, skip_condition, used_fixtures
+from portlint.model.markers import (
+    SKIP_IF,
+    SKIP_UNLESS,
+    is_pytestmark,
+    markers_of,
+    skip_condition,
+    used_fixtures,
+)
 from portlint.model.places import SET_UP
 from portlint.platform import (
     dotted,
@@ -249,11 +256,9 @@ class Recognisers:
         return Evidence("skip-marker", f"`@{flow.segment(decorator)}`", evidence.line)
 
     def _pytestmark(self, statement: ast.stmt, flow) -> Evidence | None:
-        if not (
-            isinstance(statement, ast.Assign)
-            and [dotted(t) for t in statement.targets] == ["pytestmark"]
-        ):
+        if not is_pytestmark(statement):
             return None
+        assert isinstance(statement, ast.Assign)
         value = statement.value
         marks = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
         return next(filter(None, (self.marker(mark, flow) for mark in marks)), None)

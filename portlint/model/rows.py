@@ -27,7 +27,8 @@ ROWS = (
         "`unittest.skipIf` or `unittest.skipUnless` (a decorator, `pytestmark`, or a name or "
         "function of the module that is or returns one: `requires_cuda = "
         "pytest.mark.skipif(...)`), or by a decorator whose wrapper first skips or raises "
-        "unless on CUDA",
+        "unless on CUDA (a function the module's `pytestmark` calls to decide runs wherever "
+        "the module is imported: not confined by the skip)",
         """\
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA")
 def test_sync():
