@@ -122,6 +122,17 @@ def test_a_model_that_has_not_settled_within_its_passes_still_answers(monkeypatc
     assert (*probe(ENOUGH_GPUS), "PORT401") in found
 
 
+def test_a_long_chain_of_functions_that_need_cuda_is_followed_to_its_end():
+    """Each pass learns one more link (the functions are defined callers first): the model walks
+    until its summaries settle, not a fixed number of times."""
+    links = [f"def need_{n}():\n    need_{n + 1}()\n\n\n" for n in range(8)]
+    last = "def need_8():\n    assert torch.cuda.is_available()\n\n\n"
+    source = f"import torch\n\n\n{''.join(links)}{last}def run():\n    need_0()\n    {PROBE}\n"
+    found, silenced = lint(source)
+    assert not reported(found, probe(source))
+    assert silenced_at(silenced, probe(source)) == {"requires"}
+
+
 def test_every_row_is_documented_once():
     kinds = [row.kind for row in ROWS]
     assert len(kinds) == len(set(kinds))
