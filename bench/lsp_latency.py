@@ -1,6 +1,6 @@
 """`portlint server`: the time from a change in the editor to its diagnostics, on a long file.
 
-Usage (from the repository root, with the `lsp` extra installed):
+Usage (from the repository root, with the `test` extra installed: pygls's client):
 
     python bench/lsp_latency.py            # vLLM 0.33.0's gpu_model_runner.py, 7,192 lines
     python bench/lsp_latency.py --file PATH --changes 30 --line 299

@@ -261,16 +261,7 @@ def show_rule(code: str) -> None:
 
 @main.command()
 def server() -> None:
-    """Run the language server for editors, over stdin and stdout (the `lsp` extra)."""
-    try:
-        from portlint.server import serve  # pygls: installed with the `lsp` extra only
-    except ModuleNotFoundError as error:
-        if (error.name or "").startswith("portlint"):
-            raise
-        click.echo(
-            f"portlint: error: `portlint server` needs the `lsp` extra (no module {error.name!r}):"
-            ' pip install "portlint[lsp] @ git+https://github.com/portlint/portlint"',
-            err=True,
-        )
-        sys.exit(EXIT_ERROR)
+    """Run the language server for editors, over stdin and stdout."""
+    from portlint.server import serve
+
     serve()

@@ -1,12 +1,13 @@
-"""``portlint server``: a Language Server over stdio, for editors (pygls; the ``lsp`` extra).
+"""``portlint server``: a Language Server over stdio, for editors (:mod:`portlint.lsp`).
 
 It lints the editor's text, never the file on disk, and writes nothing: each document gets the
 settings that `portlint check FILE` would use (the nearest pyproject.toml with ``[tool.portlint]``,
-its excludes included). What it offers: diagnostics on open, change and save; a code action for
-each fix (safe ones preferred, unsafe ones labelled) and one to suppress a finding on its line;
-the rule's documentation on hover of a code in a ``noqa`` comment or of a finding.
+its excludes included), read again when a ``pyproject.toml`` changes. What it offers:
+diagnostics on open, change and save; a code action for each fix (safe ones preferred, unsafe
+ones labelled) and one to suppress a finding on its line; the rule's documentation on hover of a
+code in a ``noqa`` comment or of a finding.
 
-Typing must not wait for it. Linting runs in one worker thread, off the thread that reads the
+Typing must not wait for it. Linting runs in one worker thread, off the event loop that takes the
 editor's messages; a burst of changes is linted once (the latest text, a short while after the
 first change, and again at once if more came while it ran; a result for a text that has changed
 since is not published). Diagnostics need no fix edits, so they come from a lint that makes none
@@ -19,19 +20,18 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
-
-from lsprotocol import types
-from pygls.lsp.server import LanguageServer
-from pygls.workspace import ServerTextPosition, ServerTextRange, TextDocument
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from portlint import __version__
 from portlint.catalog import CATALOG
 from portlint.discovery import PYTHON_SUFFIXES
 from portlint.docs import rule_url
 from portlint.findings import SAFE, Edit, Fix, Violation
+from portlint.lsp import ERROR, WARNING, Connection, Document, code_points, text_range
 from portlint.suppression import FILE_NOQA, LINE_NOQA, PORTLINT_CODE
 
 if TYPE_CHECKING:
@@ -42,11 +42,17 @@ if TYPE_CHECKING:
 # undo, as one change); changes that come while a lint runs are gathered anyway, into the one lint
 # after it. Every millisecond here is one the user waits for each diagnostic.
 DEBOUNCE_S = 0.005
-SEVERITY = {"certain": types.DiagnosticSeverity.Error, "likely": types.DiagnosticSeverity.Warning}
+SEVERITY = {"certain": ERROR, "likely": WARNING}
 SOURCE = "portlint"
+QUICK_FIX = "quickfix"
 # The file a document's settings come from (:func:`portlint.config.find_pyproject`): where one is
 # created, changed or deleted, every open document is linted again.
 CONFIG_FILE = "pyproject.toml"
+CAPABILITIES = {
+    "textDocumentSync": {"openClose": True, "change": 2, "save": {"includeText": False}},
+    "codeActionProvider": {"codeActionKinds": [QUICK_FIX], "resolveProvider": True},
+    "hoverProvider": True,
+}
 
 T = TypeVar("T")
 
@@ -57,41 +63,39 @@ def docs_url(code: str | None) -> str | None:
     return rule_url(CATALOG[code].name) if code in CATALOG else None
 
 
-class PortlintServer(LanguageServer):
-    def __init__(self) -> None:
-        super().__init__("portlint", __version__)
+class PortlintServer:
+    """The editor's documents and their lints, over one connection."""
+
+    def __init__(self, reader: BinaryIO, writer: BinaryIO) -> None:
         # One lint at a time, off the event loop, which goes on reading the editor's messages.
         # (So the engine's process-wide speedups are safe here: no other thread parses.)
         self.linter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="portlint-lint")
         # The linter (LibCST, the rules) is imported there while the editor's first requests are
-        # answered: the server starts with the protocol's modules alone.
+        # answered: the server starts with the standard library and portlint's small modules.
         self.linter.submit(importlib.import_module, "portlint.editing")
+        self.documents: dict[str, Document] = {}  # by URI: what the editor holds
         self.lints: dict[str, Lint] = {}  # by URI: the latest version linted of each document
         self.scheduled: set[str] = set()  # URIs whose lint is waiting or running
         # How many times a configuration file changed: a lint that began before the last change
         # may have read the settings before it, and is made again.
         self.config_changes = 0
-        options = types.CodeActionOptions(
-            code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=True
-        )
-        handlers: list[tuple[str, Any, Callable]] = [
-            (types.INITIALIZED, None, on_initialized),
-            (types.WORKSPACE_DID_CHANGE_WATCHED_FILES, None, on_watched_files_change),
-            (types.TEXT_DOCUMENT_DID_OPEN, None, on_open),
-            (types.TEXT_DOCUMENT_DID_CHANGE, None, on_change),
-            (types.TEXT_DOCUMENT_DID_SAVE, None, on_save),
-            (types.TEXT_DOCUMENT_DID_CLOSE, None, on_close),
-            (types.TEXT_DOCUMENT_CODE_ACTION, options, code_actions),
-            (types.CODE_ACTION_RESOLVE, None, resolve_code_action),
-            (types.TEXT_DOCUMENT_HOVER, None, hover),
-        ]
-        for method, method_options, handler in handlers:
-            self.feature(method, method_options)(handler)
+        self.client: dict = {}  # the editor's capabilities
+        handlers: dict[str, Callable[[Any], Any]] = {
+            "initialize": self.initialize,
+            "initialized": self.on_initialized,
+            "shutdown": lambda params: None,
+            "workspace/didChangeWatchedFiles": self.on_watched_files_change,
+            "textDocument/didOpen": self.on_open,
+            "textDocument/didChange": self.on_change,
+            "textDocument/didSave": self.on_save,
+            "textDocument/didClose": self.on_close,
+            "textDocument/codeAction": self.code_actions,
+            "codeAction/resolve": self.resolve_code_action,
+            "textDocument/hover": self.hover,
+        }
+        self.connection = Connection(reader, writer, handlers)
 
-    def document(self, uri: str) -> TextDocument | None:
-        """The open document at ``uri`` (None once it is closed)."""
-        return self.workspace.text_documents.get(uri)
-
+    # --- the documents and their lints ------------------------------------------------------
     async def in_worker(self, function: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.linter, function, *args)
 
@@ -104,22 +108,20 @@ class PortlintServer(LanguageServer):
         self.scheduled.add(uri)
         try:
             await asyncio.sleep(delay)
-            while (document := self.document(uri)) is not None and is_python(document):
-                version, source = document.version, document.source
+            while (document := self.documents.get(uri)) is not None and is_python(document):
+                version, source = document.version, document.text
                 config_changes = self.config_changes
                 lint = await self.in_worker(
                     lint_document, document.path, version, source, self.lints.get(uri)
                 )
-                current = self.document(uri)
+                current = self.documents.get(uri)
                 if (
                     current is not None
                     and current.version == version
                     and self.config_changes == config_changes
                 ):
                     self.lints[uri] = lint
-                    self.publish(
-                        uri, version, [diagnostic(v, lint, current) for v in lint.violations]
-                    )
+                    self.publish(uri, version, [diagnostic(v, lint) for v in lint.violations])
                     return
         finally:
             self.scheduled.discard(uri)
@@ -130,24 +132,132 @@ class PortlintServer(LanguageServer):
         self.config_changes += 1
         await asyncio.gather(*(self.lint_soon(uri, delay=0) for uri in list(self.lints)))
 
-    def publish(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
-        self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
-        )
+    def publish(self, uri: str, version: int | None, diagnostics: list[dict]) -> None:
+        params: dict[str, Any] = {"uri": uri, "diagnostics": diagnostics}
+        if version is not None:
+            params["version"] = version
+        self.connection.notify("textDocument/publishDiagnostics", params)
 
-    def current_lint(self, uri: str) -> tuple[TextDocument, Lint] | None:
+    def current_lint(self, uri: str) -> tuple[Document, Lint] | None:
         """The document and its lint, where the lint is of the text the editor holds now."""
-        document, lint = self.document(uri), self.lints.get(uri)
+        document, lint = self.documents.get(uri), self.lints.get(uri)
         if document is None or lint is None or lint.version != document.version:
             return None
         return document, lint
 
     def resolves_edits(self) -> bool:
         """Whether the client asks for a code action's edit only once the action is chosen."""
-        document = self.client_capabilities.text_document
-        code_action = document.code_action if document else None
-        support = code_action.resolve_support if code_action else None
-        return support is not None and "edit" in support.properties
+        code_action = self.client.get("textDocument", {}).get("codeAction", {})
+        return "edit" in code_action.get("resolveSupport", {}).get("properties", [])
+
+    # --- the editor's messages ----------------------------------------------------------------
+    def initialize(self, params: dict) -> dict:
+        self.client = params.get("capabilities") or {}
+        return {
+            "capabilities": CAPABILITIES,
+            "serverInfo": {"name": "portlint", "version": __version__},
+        }
+
+    def on_initialized(self, params: dict) -> None:
+        """Ask the client to tell of changes to configuration files, where it can be asked
+        (files it watches of its own accord are taken as well: :meth:`on_watched_files_change`)."""
+        watching = self.client.get("workspace", {}).get("didChangeWatchedFiles", {})
+        if not watching.get("dynamicRegistration"):
+            return
+        registration = {
+            "id": "portlint-configuration",
+            "method": "workspace/didChangeWatchedFiles",
+            "registerOptions": {"watchers": [{"globPattern": f"**/{CONFIG_FILE}"}]},
+        }
+        self.connection.request("client/registerCapability", {"registrations": [registration]})
+
+    async def on_watched_files_change(self, params: dict) -> None:
+        if any(is_config_file(change["uri"]) for change in params["changes"]):
+            await self.configuration_changed()
+
+    def on_open(self, params: dict) -> Any:
+        item = params["textDocument"]
+        uri = item["uri"]
+        self.documents[uri] = Document(
+            uri, item["text"], item.get("version"), item.get("languageId", "")
+        )
+        return self.lint_soon(uri, delay=0)
+
+    def on_change(self, params: dict) -> Any:
+        identifier = params["textDocument"]
+        document = self.documents.get(identifier["uri"])
+        if document is None:
+            return None
+        document.change(params["contentChanges"], identifier.get("version"))
+        return self.lint_soon(document.uri, delay=DEBOUNCE_S)
+
+    async def on_save(self, params: dict) -> None:
+        """Lint the saved document again; where it is a configuration file, every open one."""
+        uri = params["textDocument"]["uri"]
+        if is_config_file(uri):
+            await self.configuration_changed()
+        await self.lint_soon(uri, delay=0)
+
+    def on_close(self, params: dict) -> None:
+        uri = params["textDocument"]["uri"]
+        self.documents.pop(uri, None)
+        self.lints.pop(uri, None)
+        self.publish(uri, None, [])
+
+    async def code_actions(self, params: dict) -> list[dict]:
+        """The fixes and the suppressions of the findings on the lines asked about. Their edits
+        come on ``codeAction/resolve``, where the client resolves them (this is asked as the
+        cursor moves: it must cost nothing), else with them."""
+        found = self.current_lint(params["textDocument"]["uri"])
+        if found is None:
+            return []
+        document, lint = found
+        asked = params["range"]
+        in_range = lint.at(asked["start"]["line"] + 1, asked["end"]["line"] + 1)
+        actions = [fix_action(v, v.fix, lint, document) for v in in_range if v.fix is not None]
+        suppressible: dict[tuple[int, str | None], Violation] = {}  # one per code and line
+        for violation in in_range:
+            suppressible.setdefault((violation.line, violation.code), violation)
+        actions += [suppress_action(v, lint, document) for v in suppressible.values()]
+        if not self.resolves_edits():
+            for action in actions:
+                await self.resolve_code_action(action)
+        return actions
+
+    async def resolve_code_action(self, action: dict) -> dict:
+        """Give a code action its edit (none where the document changed since it was offered)."""
+        data = action.get("data") or {}
+        found = self.current_lint(data.get("uri", ""))
+        if found is None or found[1].version != data.get("version"):
+            return action
+        document, lint = found
+        key = (data["code"], data["line"], data["col"])
+        edits = await self.in_worker(action_edits, data["action"], document.path, lint, key)
+        if edits:
+            action["edit"] = {"changes": {document.uri: [text_edit(edit, lint) for edit in edits]}}
+        return action
+
+    def hover(self, params: dict) -> dict | None:
+        found = self.current_lint(params["textDocument"]["uri"])
+        if found is None:
+            return None
+        _, lint = found
+        lines, line = lint.lines, params["position"]["line"]
+        if line >= len(lines):
+            return None
+        at = (line, code_points(lines[line].rstrip("\r\n"), params["position"]["character"]))
+        under: list[Violation] = []  # the findings under the cursor: their message and detail
+        codes = noqa_codes_at(lines[line], at[1])
+        if not codes:
+            under = [v for v in lint.violations if v.code is not None and spans(v, at)]
+            codes = [v.code for v in under if v.code is not None]
+        if not codes:
+            return None
+        pages = [
+            rule_page(code, tuple(v for v in under if v.code == code))
+            for code in dict.fromkeys(codes)
+        ]
+        return {"contents": {"kind": "markdown", "value": "\n\n---\n\n".join(pages)}}
 
 
 def lint_document(path: str, version: int | None, source: str, previous: Lint | None) -> Lint:
@@ -163,134 +273,14 @@ def action_edits(kind: str, path: str, lint: Lint, key: tuple[str, int, int]) ->
     return EDITS[kind](path, lint, key)
 
 
-def is_python(document: TextDocument) -> bool:
+def is_python(document: Document) -> bool:
     """Whether the server lints ``document``: Python by the editor's word or by its name (an
     editor may also send other files, a ``pyproject.toml`` among them)."""
-    return document.language_id == "python" or document.path.endswith(PYTHON_SUFFIXES)
+    return document.language == "python" or document.path.endswith(PYTHON_SUFFIXES)
 
 
 def is_config_file(uri: str) -> bool:
     return uri.rsplit("/", 1)[-1] == CONFIG_FILE
-
-
-def on_initialized(ls: PortlintServer, params: types.InitializedParams) -> None:
-    """Ask the client to tell of changes to configuration files, where it can be asked (files it
-    watches of its own accord are taken as well: :func:`on_watched_files_change`)."""
-    workspace = ls.client_capabilities.workspace
-    watching = workspace.did_change_watched_files if workspace else None
-    if watching is None or not watching.dynamic_registration:
-        return
-    watchers = [types.FileSystemWatcher(glob_pattern=f"**/{CONFIG_FILE}")]
-    ls.client_register_capability(
-        types.RegistrationParams(
-            [
-                types.Registration(
-                    id="portlint-configuration",
-                    method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                    register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers),
-                )
-            ]
-        )
-    )
-
-
-async def on_watched_files_change(
-    ls: PortlintServer, params: types.DidChangeWatchedFilesParams
-) -> None:
-    if any(is_config_file(change.uri) for change in params.changes):
-        await ls.configuration_changed()
-
-
-async def on_open(ls: PortlintServer, params: types.DidOpenTextDocumentParams) -> None:
-    await ls.lint_soon(params.text_document.uri, delay=0)
-
-
-async def on_change(ls: PortlintServer, params: types.DidChangeTextDocumentParams) -> None:
-    await ls.lint_soon(params.text_document.uri, delay=DEBOUNCE_S)
-
-
-async def on_save(ls: PortlintServer, params: types.DidSaveTextDocumentParams) -> None:
-    """Lint the saved document again; where it is a configuration file, every open document."""
-    if is_config_file(params.text_document.uri):
-        await ls.configuration_changed()
-    await ls.lint_soon(params.text_document.uri, delay=0)
-
-
-def on_close(ls: PortlintServer, params: types.DidCloseTextDocumentParams) -> None:
-    uri = params.text_document.uri
-    ls.lints.pop(uri, None)
-    ls.publish(uri, None, [])
-
-
-async def code_actions(
-    ls: PortlintServer, params: types.CodeActionParams
-) -> list[types.CodeAction]:
-    """The fixes and the suppressions of the findings on the lines asked about. Their edits come
-    on ``codeAction/resolve``, where the client resolves them (this is asked as the cursor moves:
-    it must cost nothing), else with them."""
-    found = ls.current_lint(params.text_document.uri)
-    if found is None:
-        return []
-    document, lint = found
-    in_range = lint.at(params.range.start.line + 1, params.range.end.line + 1)
-    actions = [fix_action(v, v.fix, lint, document) for v in in_range if v.fix is not None]
-    suppressible: dict[tuple[int, str | None], Violation] = {}  # one per code and line
-    for violation in in_range:
-        suppressible.setdefault((violation.line, violation.code), violation)
-    actions += [suppress_action(v, lint, document) for v in suppressible.values()]
-    if not ls.resolves_edits():
-        for action in actions:
-            await resolve_code_action(ls, action)
-    return actions
-
-
-async def resolve_code_action(ls: PortlintServer, action: types.CodeAction) -> types.CodeAction:
-    """Give a code action its edit (none where the document changed since it was offered)."""
-    data = action.data or {}
-    found = ls.current_lint(data.get("uri", ""))
-    if found is None or found[1].version != data.get("version"):
-        return action
-    document, lint = found
-    key = (data["code"], data["line"], data["col"])
-    edits = await ls.in_worker(action_edits, data["action"], document.path, lint, key)
-    if edits:
-        changes = [text_edit(edit, lint, document) for edit in edits]
-        action.edit = types.WorkspaceEdit(changes={document.uri: changes})
-    return action
-
-
-def hover(ls: PortlintServer, params: types.HoverParams) -> types.Hover | None:
-    found = ls.current_lint(params.text_document.uri)
-    if found is None:
-        return None
-    document, lint = found
-    lines = lint.lines
-    if params.position.line >= len(lines):
-        return None
-    at = document.position_codec.position_from_client_units(lines, params.position)
-    under: list[Violation] = []  # the findings under the cursor: their message and detail
-    codes = noqa_codes_at(lines[at.line], at.character)
-    if not codes:
-        under = [v for v in lint.violations if v.code is not None and spans(v, at)]
-        codes = [v.code for v in under if v.code is not None]
-    if not codes:
-        return None
-    pages = [
-        rule_page(code, tuple(v for v in under if v.code == code)) for code in dict.fromkeys(codes)
-    ]
-    return types.Hover(
-        contents=types.MarkupContent(
-            kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(pages)
-        )
-    )
-
-
-def client_range(
-    lint: Lint, document: TextDocument, start: tuple[int, int], end: tuple[int, int]
-) -> types.Range:
-    """The range from ``start`` to ``end`` (0-based lines and code points) in the client's units."""
-    server = ServerTextRange(ServerTextPosition(*start), ServerTextPosition(*end))
-    return document.position_codec.range_to_client_units(lint.lines, server)
 
 
 def span(violation: Violation) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -301,28 +291,36 @@ def span(violation: Violation) -> tuple[tuple[int, int], tuple[int, int]]:
     return start, end
 
 
-def diagnostic(violation: Violation, lint: Lint, document: TextDocument) -> types.Diagnostic:
+def spans(violation: Violation, at: tuple[int, int]) -> bool:
+    start, end = span(violation)
+    return start <= at <= end
+
+
+def diagnostic(violation: Violation, lint: Lint) -> dict:
     code = violation.code
-    url = docs_url(code)
-    return types.Diagnostic(
-        range=client_range(lint, document, *span(violation)),
-        message=violation.message,
-        severity=SEVERITY[violation.confidence] if code else types.DiagnosticSeverity.Error,
-        code=code,
-        code_description=types.CodeDescription(href=url) if url else None,
-        source=SOURCE,
-        data={"name": CATALOG[code].name} if code in CATALOG else None,
-    )
+    found: dict[str, Any] = {
+        "range": text_range(lint.lines, *span(violation)),
+        "message": violation.message,
+        "severity": SEVERITY[violation.confidence] if code else ERROR,
+        "source": SOURCE,
+    }
+    if code is not None:
+        found["code"] = code
+    if (url := docs_url(code)) is not None:
+        found["codeDescription"] = {"href": url}
+    if code in CATALOG:
+        found["data"] = {"name": CATALOG[code].name}
+    return found
 
 
-def fix_action(violation: Violation, fix: Fix, lint: Lint, document: TextDocument):
+def fix_action(violation: Violation, fix: Fix, lint: Lint, document: Document) -> dict:
     """The action that applies ``violation``'s fix: preferred where the fix is safe."""
     safe = fix.applicability == SAFE
     title = f"{violation.code}: {fix.message}" + ("" if safe else " (unsafe fix)")
     return action("fix", title, violation, lint, document, preferred=safe)
 
 
-def suppress_action(violation: Violation, lint: Lint, document: TextDocument):
+def suppress_action(violation: Violation, lint: Lint, document: Document) -> dict:
     """The action that adds ``# noqa: CODE`` on the finding's line."""
     title = f"{violation.code}: suppress on this line (# noqa)"
     return action("noqa", title, violation, lint, document, preferred=None)
@@ -333,17 +331,17 @@ def action(
     title: str,
     violation: Violation,
     lint: Lint,
-    document: TextDocument,
+    document: Document,
     preferred: bool | None,
-) -> types.CodeAction:
-    """A quick fix of ``violation``, its edit left to :func:`resolve_code_action` (``kind``: the
-    entry of :data:`portlint.editing.EDITS` that makes it)."""
-    return types.CodeAction(
-        title=title,
-        kind=types.CodeActionKind.QuickFix,
-        diagnostics=[diagnostic(violation, lint, document)],
-        is_preferred=preferred,
-        data={
+) -> dict:
+    """A quick fix of ``violation``, its edit left to
+    :meth:`PortlintServer.resolve_code_action` (``kind``: the entry of
+    :data:`portlint.editing.EDITS` that makes it)."""
+    made: dict[str, Any] = {
+        "title": title,
+        "kind": QUICK_FIX,
+        "diagnostics": [diagnostic(violation, lint)],
+        "data": {
             "action": kind,
             "uri": document.uri,
             "version": lint.version,
@@ -351,24 +349,20 @@ def action(
             "line": violation.line,
             "col": violation.col,
         },
-    )
+    }
+    if preferred is not None:
+        made["isPreferred"] = preferred
+    return made
 
 
-def text_edit(edit: Edit, lint: Lint, document: TextDocument) -> types.TextEdit:
+def text_edit(edit: Edit, lint: Lint) -> dict:
     """A whole-line edit as the client takes it. (Its end is the start of the line after, or the
     end of the last line where that line has no line ending.)"""
     lines = lint.lines
     end = (edit.end_line - 1, 0)
     if edit.end_line > len(lines) and lines and lines[-1].rstrip("\r\n") == lines[-1]:
         end = (len(lines) - 1, len(lines[-1]))
-    return types.TextEdit(
-        range=client_range(lint, document, (edit.line - 1, 0), end), new_text=edit.content
-    )
-
-
-def spans(violation: Violation, at: ServerTextPosition) -> bool:
-    start, end = span(violation)
-    return start <= (at.line, at.character) <= end
+    return {"range": text_range(lines, (edit.line - 1, 0), end), "newText": edit.content}
 
 
 def noqa_codes_at(line: str, column: int) -> list[str]:
@@ -398,4 +392,9 @@ def rule_page(code: str, found: tuple[Violation, ...] = ()) -> str:
 
 def serve() -> None:
     """Serve one editor over stdin and stdout until it says exit."""
-    PortlintServer().start_io()
+    reader, writer = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # (stdout carries the protocol alone: a stray print goes to stderr)
+    status = PortlintServer(reader, writer).connection.run()
+    # A lint may still run on its thread: it is not waited for.
+    sys.stderr.flush()
+    os._exit(status)
