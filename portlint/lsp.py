@@ -25,7 +25,8 @@ from urllib.request import url2pathname
 from portlint.findings import split_lines
 
 # JSON-RPC's and the protocol's error codes.
-METHOD_NOT_FOUND, INTERNAL_ERROR, NOT_INITIALIZED = -32601, -32603, -32002
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
+INTERNAL_ERROR, NOT_INITIALIZED = -32603, -32002
 ERROR, WARNING = 1, 2  # (`window/logMessage`'s types; a diagnostic's severities)
 
 Handler = Callable[[Any], Awaitable[Any] | Any]
@@ -69,8 +70,16 @@ class Connection:
         """Read each message (on this thread) and hand it to the event loop; at the end of the
         input, end the serving."""
         while (message := read_message(self.reader)) is not None:
-            self.loop.call_soon_threadsafe(self._dispatch, message)
+            if isinstance(message, Unreadable):
+                self.loop.call_soon_threadsafe(self._unreadable, message)
+            else:
+                self.loop.call_soon_threadsafe(self._dispatch, message)
         self.loop.call_soon_threadsafe(self._end, 1)
+
+    def _unreadable(self, why: Unreadable) -> None:
+        """JSON-RPC's answer to a message that cannot be read: an error with no id."""
+        self.log(f"portlint: skipped {why}")
+        self._write({"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": why}})
 
     def _end(self, status: int) -> None:
         if not self.ended.done():
@@ -85,10 +94,13 @@ class Connection:
             return
         handler = self.handlers.get(method)
         if "id" not in message:  # a notification: taken now, in the order they come
-            if handler is not None and self.initialized:
+            if handler is not None and self.initialized and not self.shut_down:
                 self._call(method, handler, params)
         elif not self.initialized and method != "initialize":
             self._answer(message["id"], error=(NOT_INITIALIZED, "not initialized"))
+        elif self.shut_down or (self.initialized and method == "initialize"):
+            refused = "shut down" if self.shut_down else "initialized already"
+            self._answer(message["id"], error=(INVALID_REQUEST, refused))
         elif handler is None:
             self._answer(message["id"], error=(METHOD_NOT_FOUND, f"no method {method!r}"))
         else:
@@ -140,26 +152,29 @@ class Connection:
         self.writer.flush()
 
 
-def read_message(reader: BinaryIO) -> dict | None:
-    """The next message of ``reader``; None at the end of the input (or a message that is not
-    one: the editor's connection is broken)."""
+class Unreadable(str):
+    """Why a message could not be read (its bytes are skipped)."""
+
+
+def read_message(reader: BinaryIO) -> dict | Unreadable | None:
+    """The next message of ``reader``; None at the end of the input."""
     length = None
     while (header := reader.readline()) not in (b"\r\n", b"\n"):
         if not header:
             return None
         name, _, value = header.decode("ascii", "replace").partition(":")
         if name.strip().lower() == "content-length":
-            length = int(value.strip())
+            length = int(value) if value.strip().isdigit() else None
     if length is None:
-        return None
+        return Unreadable("a message without a valid Content-Length")
     body = reader.read(length)
     if len(body) < length:
         return None
     try:
         message = json.loads(body)
     except ValueError:
-        return None
-    return message if isinstance(message, dict) else None
+        return Unreadable("a message that is not JSON")
+    return message if isinstance(message, dict) else Unreadable("a message that is no object")
 
 
 @dataclass

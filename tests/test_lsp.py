@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,22 @@ def test_messages_are_read_by_their_length_and_the_end_of_the_input_ends_them():
     assert read_message(reader) == second  # (another header before the length: skipped)
     assert read_message(reader) is None
     assert read_message(io.BytesIO(b"Content-Length: 10\r\n\r\n{}")) is None  # (cut short)
-    assert read_message(io.BytesIO(b"Content-Length: 2\r\n\r\n[]")) is None  # (not a message)
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        (b"Content-Length: 2\r\n\r\n[]", "a message that is no object"),
+        (b"Content-Length: 3\r\n\r\n{x}", "a message that is not JSON"),
+        (b"Content-Length: ten\r\n\r\n{}", "a message without a valid Content-Length"),
+        (b"Content-Type: x\r\n\r\n{}", "a message without a valid Content-Length"),
+    ],
+)
+def test_a_message_that_cannot_be_read_is_skipped_with_its_reason(data, why):
+    reader = io.BytesIO(data + framed({"method": "next"}))
+    assert read_message(reader) == why
+    if b"Length: ten" not in data and b"Type" not in data:
+        assert read_message(reader) == {"method": "next"}  # (the next one is read)
 
 
 def change(start: tuple[int, int], end: tuple[int, int], text: str) -> dict:
@@ -95,9 +111,17 @@ class Session:
         self.process.stdin.flush()
 
     def receive(self) -> dict:
+        """The server's next message (a server that says nothing for long is stopped: the test
+        fails, it does not hang)."""
         assert self.process.stdout is not None
-        message = read_message(self.process.stdout)
-        assert message is not None, self.process.stderr.read() if self.process.stderr else ""
+        with ThreadPoolExecutor(1) as reading:
+            waiting = reading.submit(read_message, self.process.stdout)
+            try:
+                message = waiting.result(PATIENCE_S)
+            except TimeoutError:
+                self.process.kill()
+                raise
+        assert isinstance(message, dict), self.process.stderr.read() if self.process.stderr else ""
         return message
 
 
@@ -116,6 +140,8 @@ def test_the_server_speaks_the_protocol_with_nothing_but_the_linters_dependencie
     assert answer["id"] == 2
     assert answer["result"]["capabilities"]["textDocumentSync"]["change"] == 2  # incremental
     session.send({"method": "initialized", "params": {}})
+    session.send({"id": 9, "method": "initialize", "params": {"capabilities": {}}})
+    assert session.receive()["error"] == {"code": -32600, "message": "initialized already"}
     uri = (tmp_path / "w.py").as_uri()
     text = textwrap.dedent(
         """\
@@ -140,8 +166,17 @@ def test_the_server_speaks_the_protocol_with_nothing_but_the_linters_dependencie
     assert published["params"]["diagnostics"][0]["range"]["start"]["character"] == 18
     session.send({"id": 3, "method": "no/such", "params": {}})
     assert session.receive()["error"]["code"] == -32601
+    assert session.process.stdin is not None
+    session.process.stdin.write(b"Content-Length: 3\r\n\r\n{x}")  # skipped, answered, logged
+    session.process.stdin.flush()
+    logged, answered = session.receive(), session.receive()
+    assert logged["method"] == "window/logMessage"
+    assert answered["id"] is None and answered["error"]["code"] == -32700
     session.send({"id": 4, "method": "shutdown"})
     assert session.receive() == {"jsonrpc": "2.0", "id": 4, "result": None}
+    hover = {"textDocument": {"uri": uri}, "position": {"line": 1, "character": 20}}
+    session.send({"id": 5, "method": "textDocument/hover", "params": hover})
+    assert session.receive()["error"] == {"code": -32600, "message": "shut down"}
     session.send({"method": "exit"})
     assert session.process.wait(PATIENCE_S) == 0
     assert not (tmp_path / "w.py").exists()
