@@ -68,18 +68,27 @@ class Connection:
 
     def _read(self) -> None:
         """Read each message (on this thread) and hand it to the event loop; at the end of the
-        input, end the serving."""
-        while (message := read_message(self.reader)) is not None:
-            if isinstance(message, Unreadable):
-                self.loop.call_soon_threadsafe(self._unreadable, message)
-            else:
-                self.loop.call_soon_threadsafe(self._dispatch, message)
-        self.loop.call_soon_threadsafe(self._end, 1)
+        input, or once the serving has ended, stop (ending the serving)."""
+        try:
+            while (message := read_message(self.reader)) is not None:
+                handler = self._unreadable if isinstance(message, Unreadable) else self._dispatch
+                if not self._hand(handler, message):
+                    return
+        finally:
+            self._hand(self._end, 1)
+
+    def _hand(self, handler: Callable[[Any], None], argument: Any) -> bool:
+        """Give ``argument`` to ``handler`` on the event loop; False once the loop is closed."""
+        try:
+            self.loop.call_soon_threadsafe(handler, argument)
+        except RuntimeError:  # (the editor said exit: what it sent after is not read)
+            return False
+        return True
 
     def _unreadable(self, why: Unreadable) -> None:
         """JSON-RPC's answer to a message that cannot be read: an error with no id."""
         self.log(f"portlint: skipped {why}")
-        self._write({"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": why}})
+        self._write({"jsonrpc": "2.0", "id": None, "error": {"code": why.code, "message": why}})
 
     def _end(self, status: int) -> None:
         if not self.ended.done():
@@ -153,28 +162,40 @@ class Connection:
 
 
 class Unreadable(str):
-    """Why a message could not be read (its bytes are skipped)."""
+    """Why a message could not be read (its bytes are skipped), and JSON-RPC's code for it."""
+
+    code = PARSE_ERROR
+
+
+class NoRequest(Unreadable):
+    code = INVALID_REQUEST
+
+
+MAX_HEADER = 1 << 16  # (a header line's bytes; a longer one is read in parts)
+# The longest message read (a text of a few hundred megabytes at most; a longer length is a
+# broken header, not a message to allocate).
+MAX_LENGTH = 1 << 30
 
 
 def read_message(reader: BinaryIO) -> dict | Unreadable | None:
     """The next message of ``reader``; None at the end of the input."""
     length = None
-    while (header := reader.readline()) not in (b"\r\n", b"\n"):
+    while (header := reader.readline(MAX_HEADER)) not in (b"\r\n", b"\n"):
         if not header:
             return None
         name, _, value = header.decode("ascii", "replace").partition(":")
         if name.strip().lower() == "content-length":
             length = int(value) if value.strip().isdigit() else None
-    if length is None:
+    if length is None or length > MAX_LENGTH:
         return Unreadable("a message without a valid Content-Length")
     body = reader.read(length)
     if len(body) < length:
         return None
     try:
         message = json.loads(body)
-    except ValueError:
-        return Unreadable("a message that is not JSON")
-    return message if isinstance(message, dict) else Unreadable("a message that is no object")
+    except (ValueError, RecursionError):
+        return Unreadable("a message that is not JSON (or nests too deep)")
+    return message if isinstance(message, dict) else NoRequest("a message that is no object")
 
 
 @dataclass
@@ -232,7 +253,7 @@ def code_points(line: str, units: int) -> int:
 def utf16_units(line: str, index: int) -> int:
     """How many UTF-16 code units ``line`` has before ``index`` (in code points)."""
     head = line[:index]
-    return len(head) if head.isascii() else len(head.encode("utf-16-le")) // 2
+    return len(head) if head.isascii() else len(head.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def position(lines: list[str], line: int, column: int) -> dict:

@@ -22,6 +22,7 @@ import asyncio
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
@@ -261,9 +262,24 @@ class PortlintServer:
 
 
 def lint_document(path: str, version: int | None, source: str, previous: Lint | None) -> Lint:
-    from portlint.editing import lint_text
+    """The lint of the document's text (on the lint thread). A lint that fails (a defect, or
+    a text no file can hold: a lone surrogate) is one diagnostic on the first line, as `portlint
+    check` reports a file it could not check, not the last version's diagnostics left in place."""
+    from portlint.editing import Lint, lint_text
 
-    return lint_text(path, version, source, previous)
+    try:
+        source.encode()
+    except UnicodeEncodeError as error:  # (`"\ud800"` in the editor's JSON: half an emoji)
+        line = source.count("\n", 0, error.start) + 1
+        column = error.start - source.rfind("\n", 0, error.start)
+        why = "portlint: the text holds a lone surrogate, which no UTF-8 file can: not linted"
+        return Lint(version, source, None, [Violation(path, line, column, None, why)])
+    try:
+        return lint_text(path, version, source, previous)
+    except Exception as error:
+        traceback.print_exc()  # (the server's stderr: the editor's log of it)
+        failed = f"portlint: internal error: {type(error).__name__}: {error}"
+        return Lint(version, source, None, [Violation(path, 1, 1, None, failed)])
 
 
 def action_edits(kind: str, path: str, lint: Lint, key: tuple[str, int, int]) -> tuple[Edit, ...]:

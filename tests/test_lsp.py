@@ -37,15 +37,22 @@ def test_messages_are_read_by_their_length_and_the_end_of_the_input_ends_them():
     ("data", "why"),
     [
         (b"Content-Length: 2\r\n\r\n[]", "a message that is no object"),
-        (b"Content-Length: 3\r\n\r\n{x}", "a message that is not JSON"),
+        (b"Content-Length: 3\r\n\r\n{x}", "a message that is not JSON (or nests too deep)"),
+        (
+            b"Content-Length: 20001\r\n\r\n" + b"[" * 20001,
+            "a message that is not JSON (or nests too deep)",
+        ),
+        (b"Content-Length: 99999999999999\r\n\r\n{}", "a message without a valid Content-Length"),
         (b"Content-Length: ten\r\n\r\n{}", "a message without a valid Content-Length"),
         (b"Content-Type: x\r\n\r\n{}", "a message without a valid Content-Length"),
     ],
 )
 def test_a_message_that_cannot_be_read_is_skipped_with_its_reason(data, why):
     reader = io.BytesIO(data + framed({"method": "next"}))
-    assert read_message(reader) == why
-    if b"Length: ten" not in data and b"Type" not in data:
+    unreadable = read_message(reader)
+    assert unreadable == why
+    assert getattr(unreadable, "code", None) == (-32600 if data.endswith(b"[]") else -32700)
+    if b"Length: 9" not in data and b"Length: ten" not in data and b"Type" not in data:
         assert read_message(reader) == {"method": "next"}  # (the next one is read)
 
 
@@ -84,6 +91,7 @@ def test_positions_count_utf16_units():
     line = "a😀é b"
     assert [utf16_units(line, i) for i in range(len(line) + 1)] == [0, 1, 3, 4, 5, 6]
     assert [code_points(line, u) for u in (0, 1, 3, 4, 5, 6, 99)] == [0, 1, 2, 3, 4, 5, 5]
+    assert utf16_units("é\ud800x", 3) == 3  # (a lone surrogate is one unit)
 
 
 def test_a_file_uri_is_the_files_path():
@@ -164,6 +172,16 @@ def test_the_server_speaks_the_protocol_with_nothing_but_the_linters_dependencie
     published = session.receive()
     assert published["params"]["version"] == 2
     assert published["params"]["diagnostics"][0]["range"]["start"]["character"] == 18
+    half = {
+        "textDocument": {"uri": uri, "version": 3},
+        "contentChanges": [change((0, 0), (0, 0), "# \ud800\n")],
+    }
+    session.send({"method": "textDocument/didChange", "params": half})
+    published = session.receive()["params"]
+    assert published["version"] == 3
+    [refused] = published["diagnostics"]
+    assert refused["message"].startswith("portlint: the text holds a lone surrogate")
+    assert refused["range"]["start"] == {"line": 0, "character": 2}
     session.send({"id": 3, "method": "no/such", "params": {}})
     assert session.receive()["error"]["code"] == -32601
     assert session.process.stdin is not None
