@@ -1,6 +1,11 @@
 """What the editor's server lints, with no protocol in it: a document's text linted as the file
 it is, the result of each version kept for the next, and the edits of a code action.
 
+A document of a project that `portlint check` has run in (its cache is there) is judged with the
+project, as `portlint check FILE` judges it: the facts of the project's other files are taken from
+the cache once (:func:`project_of`), and each lint puts the document's own facts, as its text
+is now, in their place. Elsewhere a document is judged alone.
+
 The server (:mod:`portlint.server`) imports this off the thread that reads the editor's messages
 once it has answered the editor's first request: it brings LibCST and the rules.
 """
@@ -12,10 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from portlint.api import project_files
+from portlint.bounds import python_verdict
+from portlint.cache import CACHE_DIR, Cache
 from portlint.config import ConfigError, Overrides, find_pyproject, load_settings
 from portlint.discovery import is_excluded
-from portlint.engine import lint_source
+from portlint.engine import judged_by_project, lint_source
 from portlint.findings import Edit, Violation, split_lines
+from portlint.index.project import Project
+from portlint.index.reading import facts_of
+from portlint.run import lint_files
 from portlint.settings import Settings
 from portlint.speed.reuse import Parts
 from portlint.suppression import add_noqa
@@ -65,8 +76,51 @@ def lint_text(path: str, version: int | None, source: str, previous: Lint | None
         return Lint(version, source, settings, previous.violations, previous.with_edits, parts)
     if is_excluded(Path(path), settings):
         return Lint(version, source, settings, [], parts=parts)
-    found = lint_source(path, source, settings, fix_edits=False, speedups=True, parts=parts)
-    return Lint(version, source, settings, found, parts=parts)
+    project = project_of(path, settings)
+    if project is None:
+        found = lint_source(path, source, settings, fix_edits=False, speedups=True, parts=parts)
+        return Lint(version, source, settings, found, parts=parts)
+    tree = python_verdict(path, source, parts.known)
+    if isinstance(tree, Violation):  # (Python refuses it: nothing to judge)
+        return Lint(version, source, settings, [tree], parts=parts)
+    facts = facts_of(tree, source, path, project.packages, settings)
+    noted: dict = {}  # (the rules' notes, judged with the facts)
+    found = lint_source(
+        path, source, settings, fix_edits=False, speedups=True, tree=tree, facts=noted,
+        parts=parts,
+    )  # fmt: skip
+    project.update(path, {**facts, "notes": noted.get("notes", {})})
+    return Lint(version, source, settings, judged_by_project(project, found, None), parts=parts)
+
+
+# The project of each configuration, as the cache left it (None: judged alone), until a
+# configuration changes (:func:`forget_projects`); each lint of a document puts its facts in.
+_PROJECTS: dict[Settings, Project | None] = {}
+
+
+def project_of(path: str, settings: Settings) -> Project | None:
+    """The project ``path`` belongs to, joined from the facts that `portlint check` keeps in the
+    cache of its root (a file changed since is read again); None where the root has no cache,
+    or ``path`` is not one of the project's files on disk (a new one)."""
+    if settings not in _PROJECTS:
+        _PROJECTS[settings] = _cached_project(settings)
+    project = _PROJECTS[settings]
+    return project if project is not None and path in project.facts else None
+
+
+def _cached_project(settings: Settings) -> Project | None:
+    root = Path(settings.root)
+    files = project_files(settings) if (root / CACHE_DIR).is_dir() else []
+    if not files:
+        return None
+    cache = Cache(root, settings, fix_edits=False)
+    result = lint_files([], settings, cache=cache, speedups=True, project=True, context=files)
+    return next(iter(result.projects.values()), None)
+
+
+def forget_projects() -> None:
+    """A configuration changed: each project is joined again when next asked."""
+    _PROJECTS.clear()
 
 
 Key = tuple[str, int, int]  # a finding's code, line and column: what a code action is about

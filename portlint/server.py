@@ -1,8 +1,9 @@
 """``portlint server``: a Language Server over stdio, for editors (:mod:`portlint.lsp`).
 
-It lints the editor's text, never the file on disk, and writes nothing: each document gets the
-settings that `portlint check FILE` would use (the nearest pyproject.toml with ``[tool.portlint]``,
-its excludes included), read again when a ``pyproject.toml`` changes. What it offers:
+It lints the editor's text, never the file on disk, and writes no source file: each document
+gets the settings that `portlint check FILE` would use (the nearest pyproject.toml with
+``[tool.portlint]``, its excludes included), read again when a ``pyproject.toml`` changes, and is
+judged with its project where `portlint check` left its cache (:mod:`portlint.editing`). What it offers:
 diagnostics on open, change and save; a code action for each fix (safe ones preferred, unsafe
 ones labelled) and one to suppress a finding on its line; the rule's documentation on hover of a
 code in a ``noqa`` comment or of a finding.
@@ -131,6 +132,7 @@ class PortlintServer:
         """Lint every open document again, with the settings read anew (a document whose text
         and settings are unchanged keeps its findings: :func:`portlint.editing.lint_text`)."""
         self.config_changes += 1
+        await self.in_worker(forget_projects)
         await asyncio.gather(*(self.lint_soon(uri, delay=0) for uri in list(self.lints)))
 
     def publish(self, uri: str, version: int | None, diagnostics: list[dict]) -> None:
@@ -280,6 +282,12 @@ def lint_document(path: str, version: int | None, source: str, previous: Lint | 
         traceback.print_exc()  # (the server's stderr: the editor's log of it)
         failed = f"portlint: internal error: {type(error).__name__}: {error}"
         return Lint(version, source, None, [Violation(path, 1, 1, None, failed)])
+
+
+def forget_projects() -> None:
+    from portlint.editing import forget_projects
+
+    forget_projects()
 
 
 def action_edits(kind: str, path: str, lint: Lint, key: tuple[str, int, int]) -> tuple[Edit, ...]:

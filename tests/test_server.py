@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -257,6 +258,36 @@ def test_saving_the_configuration_in_the_editor_lints_the_python_documents_again
         assert [d.code for d in await editor.diagnostics()] == ["PORT401"]
 
     run_editor(project, scenario)
+
+
+def test_a_document_is_judged_with_its_project_where_portlint_check_left_its_cache(tmp_path):
+    """As `portlint check FILE` judges it: ``b`` is imported only where CUDA is, so its
+    CUDA call is no finding. Before any `portlint check` (no cache) the file is judged alone."""
+    (tmp_path / ".git").mkdir()
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text(
+        "import torch\n\nif torch.cuda.is_available():\n    from pkg import b\n"
+    )
+    text = "import torch\n\n\ndef sync():\n    torch.cuda.synchronize()\n"
+    (package / "b.py").write_text(text)
+
+    async def alone(editor: Editor) -> None:
+        assert [d.code for d in await editor.diagnostics()] == ["PORT401"]
+
+    run_editor(tmp_path, alone, text=text, name="pkg/b.py")
+    assert not (tmp_path / ".portlint_cache").exists()  # (the server made no cache)
+    check = [sys.executable, "-m", "portlint", "check"]
+    subprocess.run([*check, "."], cwd=tmp_path, capture_output=True, check=False)
+    assert subprocess.run([*check, "pkg/b.py"], cwd=tmp_path, capture_output=True).returncode == 0
+
+    async def judged(editor: Editor) -> None:
+        assert await editor.diagnostics() == []
+        editor.change(text + "\n\ndef more():\n    torch.cuda.synchronize()\n")  # the same module
+        assert await editor.diagnostics() == []
+
+    run_editor(tmp_path, judged, text=text, name="pkg/b.py")
 
 
 def test_a_safe_fix_is_the_preferred_quick_fix_and_applying_it_clears_the_finding(project):
