@@ -13,6 +13,7 @@ once it has answered the editor's first request: it brings LibCST and the rules.
 from __future__ import annotations
 
 import functools
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,7 +104,11 @@ def project_of(path: str, settings: Settings) -> Project | None:
     cache of its root (a file changed since is read again); None where the root has no cache,
     or ``path`` is not one of the project's files on disk (a new one)."""
     if settings not in _PROJECTS:
-        _PROJECTS[settings] = _cached_project(settings)
+        try:
+            _PROJECTS[settings] = _cached_project(settings)
+        except Exception:  # (a defect: the documents are judged alone, not joined again each lint)
+            traceback.print_exc()
+            _PROJECTS[settings] = None
     project = _PROJECTS[settings]
     return project if project is not None and path in project.facts else None
 
