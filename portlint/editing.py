@@ -19,14 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from portlint.api import project_files
-from portlint.bounds import python_verdict
 from portlint.cache import CACHE_DIR, Cache
 from portlint.config import ConfigError, Overrides, find_pyproject, load_settings
 from portlint.discovery import is_excluded
 from portlint.engine import judged_by_project, lint_source
 from portlint.findings import Edit, Violation, split_lines
 from portlint.index.project import Project
-from portlint.index.reading import facts_of
+from portlint.job import lint_for_project
 from portlint.run import lint_files
 from portlint.settings import Settings
 from portlint.speed.reuse import Parts
@@ -81,16 +80,10 @@ def lint_text(path: str, version: int | None, source: str, previous: Lint | None
     if project is None:
         found = lint_source(path, source, settings, fix_edits=False, speedups=True, parts=parts)
         return Lint(version, source, settings, found, parts=parts)
-    tree = python_verdict(path, source, parts.known)
-    if isinstance(tree, Violation):  # (Python refuses it: nothing to judge)
-        return Lint(version, source, settings, [tree], parts=parts)
-    facts = facts_of(tree, source, path, project.packages, settings)
-    noted: dict = {}  # (the rules' notes, judged with the facts)
-    found = lint_source(
-        path, source, settings, fix_edits=False, speedups=True, tree=tree, facts=noted,
-        parts=parts,
-    )  # fmt: skip
-    project.update(path, {**facts, "notes": noted.get("notes", {})})
+    found, facts, notes = lint_for_project(path, source, settings, project.packages, parts=parts)
+    if facts is None:  # (Python refuses it: nothing to judge)
+        return Lint(version, source, settings, found, parts=parts)
+    project.update(path, {**facts, "notes": notes})
     return Lint(version, source, settings, judged_by_project(project, found, None), parts=parts)
 
 

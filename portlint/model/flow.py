@@ -33,7 +33,7 @@ from portlint.model.devices import (
     names_another_device,
 )
 from portlint.model.expressions import Expressions
-from portlint.model.markers import decides_skip, skip_condition
+from portlint.model.markers import decides_skip, skip_condition, skip_deciders
 from portlint.model.names import Names, parameter_defaults, read_after
 from portlint.model.places import (
     END,
@@ -205,9 +205,10 @@ class Flow(Names, Expressions):
             self.beside,
             any(isinstance(s, ast.If) and asks_another_device(s.test) for s in body),
         )
+        deciders = skip_deciders(body) if whole else frozenset()
         for index, statement in enumerate(body):
             self.rest = body[index + 1 :]
-            free = whole and decides_skip(statement, self.tree.body)
+            free = whole and decides_skip(statement, deciders)
             after = self.statement(statement, None if free else place)
             if after is not None and place is not None and after.kind.startswith("library"):
                 self.needed.add(place.line)

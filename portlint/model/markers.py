@@ -115,17 +115,23 @@ def is_pytestmark(statement: ast.stmt) -> bool:
     ]
 
 
-def decides_skip(statement: ast.stmt, module: list[ast.stmt]) -> bool:
-    """Whether ``statement``, at the top level of ``module``, is its ``pytestmark`` or defines a
-    function that one calls: it runs wherever the module is imported, to decide whether the
-    tests run, and is not confined by their skip."""
-    if is_pytestmark(statement):
-        return True
-    if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    return any(
-        isinstance(node, ast.Name) and node.id == statement.name
+def skip_deciders(module: list[ast.stmt]) -> frozenset[str]:
+    """The names that ``module``'s ``pytestmark`` uses: the functions it calls run wherever the
+    module is imported, to decide whether the tests run, and are not confined by their skip."""
+    return frozenset(
+        node.id
         for mark in module
         if is_pytestmark(mark)
         for node in ast.walk(mark)
+        if isinstance(node, ast.Name)
+    )
+
+
+def decides_skip(statement: ast.stmt, deciders: frozenset[str]) -> bool:
+    """Whether ``statement``, at the top level of its module, is its ``pytestmark`` or defines a
+    function that one calls (``deciders``: :func:`skip_deciders` of the module)."""
+    if is_pytestmark(statement):
+        return True
+    return isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+        statement.name in deciders
     )
