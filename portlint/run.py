@@ -16,7 +16,7 @@ from portlint.check_options import FILE_TIME_LIMIT
 from portlint.engine import judged_by_project
 from portlint.findings import Silenced, Violation
 from portlint.index.joins import join_key
-from portlint.index.modules import module_name, namespace_of
+from portlint.index.modules import module_name, namespace_of, sys_path_name
 from portlint.index.project import Project
 from portlint.index.reading import RETURNS_AMBIENT_STREAM, stream_helpers
 from portlint.index.store import STREAM_HELPERS, Facts, IndexStore
@@ -304,14 +304,21 @@ def _with_stream_helpers(
 
 
 def _top_packages(files: list[Path]) -> frozenset[str]:
-    """The top-level packages (and modules) that ``files`` belong to, as Python imports them,
-    and the namespace packages they may be parts of (:func:`~portlint.index.modules.
+    """The top-level packages (and modules) that ``files`` belong to, as Python imports them
+    (also where a folder without ``__init__.py`` is put on ``sys.path``), and the namespace
+    packages they may be parts of (:func:`~portlint.index.modules.
     namespace_of`): the project's code may import them by either name."""
     folders: dict[str, str] = {}
+    plain: dict[
+        str, str
+    ] = {}  # (the folders' names where one without `__init__.py` is on sys.path)
     found: set[str] = set()
     for file in files:
         module = module_name(str(file), folders)
         found.add(module.split(".")[0])
+        short = sys_path_name(str(file), module, plain)
+        if short is not None:
+            found.add(short.split(".")[0])
         namespace = namespace_of(str(file), module)
         if namespace is not None:
             found.add(namespace)

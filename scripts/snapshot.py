@@ -1,6 +1,7 @@
 """Every finding and every silenced finding, with its reason, over the fetched corpus releases.
 
-    python scripts/snapshot.py run CORPUS OUT [-j N] [--config 'KEY = VALUE' ...] [NAME-VERSION ...]
+    python scripts/snapshot.py run CORPUS OUT [-j N] [--config 'KEY = VALUE' ...] [--known-real]
+                                  [NAME-VERSION ...]
     python scripts/snapshot.py diff OLD NEW [--lines]
     python scripts/snapshot.py store OUT [--into DIR]   # keep OUT as tests/data/snapshot/
     python scripts/snapshot.py sample OLD NEW [--n 60] [--seed S]   # changed verdicts to read
@@ -14,7 +15,10 @@ release, ``OUT/NAME-VERSION.txt``, sorted, one finding a line::
     sglang/srt/utils/common.py:2706:9 PORT402
     sglang/srt/utils/common.py:2710:9 PORT402 ~ guard: torch.cuda.is_available() @2701
 
-(``~``: silenced, then the kind of reason, what says so and the line that says so). The
+(``~``: silenced, then the kind of reason, what says so and the line that says so).
+``--known-real``: only the releases and files that ``tests/data/known_real.txt`` names are
+linted, the rest of each release read as their project (as ``portlint check FILE`` does); their
+lines are those of a whole run, in half its time (what CI runs). The
 known-real test (``tests/test_known_real.py``) reads these files; ``diff`` prints what moved
 between two snapshots, by release and by rule or kind of reason (``--lines``: every line).
 ``tests/data/snapshot/`` keeps the snapshot of the code on main, one gzip file a release
@@ -37,9 +41,23 @@ from pathlib import Path
 SILENCED = " ~ "
 
 
-def release_lines(root: Path, table: dict | None = None) -> list[str]:
+KNOWN_REAL = Path(__file__).resolve().parent.parent / "tests" / "data" / "known_real.txt"
+
+
+def known_real_files() -> dict[str, set[str]]:
+    """By release (``NAME-VERSION``), the files ``tests/data/known_real.txt`` names."""
+    files: dict[str, set[str]] = {}
+    for line in KNOWN_REAL.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            project, version, where, _ = line.split()
+            files.setdefault(f"{project}-{version}", set()).add(where.rsplit(":", 2)[0])
+    return files
+
+
+def release_lines(root: Path, table: dict | None = None, only: set[str] | None = None) -> list[str]:
     """The snapshot lines of the release in ``root`` (linted from there, paths as printed);
-    ``table``: settings laid over (as ``--config 'KEY = VALUE'``)."""
+    ``table``: settings laid over (as ``--config 'KEY = VALUE'``); ``only``: the files to lint
+    (paths as printed), the release's others read for the project index only."""
     from portlint.config import Overrides, load_settings
     from portlint.discovery import discover
     from portlint.run import lint_files
@@ -48,9 +66,11 @@ def release_lines(root: Path, table: dict | None = None) -> list[str]:
     os.chdir(root)
     settings = load_settings(None, Overrides(table=table or {}), root)
     files, _ = discover([Path(p) for p in packages], settings, False)
+    linted = files if only is None else [f for f in files if str(f) in only]
     found = lint_files(
-        files, settings, jobs=1, fix_edits=False, speedups=True, show_silenced=True, project=True
-    )
+        linted, settings, jobs=1, fix_edits=False, speedups=True, show_silenced=True,
+        project=True, context=files,
+    )  # fmt: skip
     lines = [f"{v.path}:{v.line}:{v.col} {v.code}" for v in found.violations]
     for s in found.silenced:
         v = s.violation
@@ -60,10 +80,10 @@ def release_lines(root: Path, table: dict | None = None) -> list[str]:
     return sorted(set(lines))
 
 
-def _snapshot_one(job: tuple[str, str, dict]) -> tuple[str, float]:
-    root, out, table = job
+def _snapshot_one(job: tuple[str, str, dict, set[str] | None]) -> tuple[str, float]:
+    root, out, table, only = job
     started = time.perf_counter()
-    lines = release_lines(Path(root), table)
+    lines = release_lines(Path(root), table, only)
     Path(out).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     return Path(root).name, time.perf_counter() - started
 
@@ -82,13 +102,21 @@ def releases(corpus: Path, names: list[str] | None = None) -> list[Path]:
 
 
 def run(
-    corpus: Path, out: Path, jobs: int, names: list[str] | None = None, table: dict | None = None
+    corpus: Path,
+    out: Path,
+    jobs: int,
+    names: list[str] | None = None,
+    table: dict | None = None,
+    known_real: bool = False,
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    only = known_real_files() if known_real else {}
+    names = names or (sorted(only) if known_real else None)
     todo = [
-        (str(root.resolve()), str((out / f"{root.name}.txt").resolve()), table or {})
+        (str(root.resolve()), str((out / f"{root.name}.txt").resolve()), table or {},
+         only.get(root.name, set()) if known_real else None)
         for root in releases(corpus, names)
-    ]
+    ]  # fmt: skip
     started = time.perf_counter()
     with ProcessPoolExecutor(jobs) as pool:
         for done in as_completed([pool.submit(_snapshot_one, job) for job in todo]):
@@ -204,6 +232,7 @@ def main() -> int:
     runs.add_argument("out", type=Path)
     runs.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     runs.add_argument("--config", action="append", default=[], metavar="'KEY = VALUE'")
+    runs.add_argument("--known-real", action="store_true")
     runs.add_argument("releases", nargs="*")
     diffs = verbs.add_parser("diff")
     diffs.add_argument("old", type=Path)
@@ -229,7 +258,7 @@ def main() -> int:
         table = {
             key: value for option in args.config for key, value in inline_table(option).items()
         }
-        run(args.corpus, args.out, args.jobs, args.releases, table)
+        run(args.corpus, args.out, args.jobs, args.releases, table, args.known_real)
         return 0
     return diff(args.old, args.new, args.lines)
 

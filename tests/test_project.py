@@ -219,6 +219,56 @@ def test_a_top_level_module_of_the_namespace_s_name_is_not_the_namespace_s(tmp_p
     assert "f5_tts/infer/utils.py:5:1: PORT403" in result.stdout, result.stdout
 
 
+@pytest.mark.parametrize(
+    ("caller", "reported"),
+    [(UNGUARDED_CALL.replace("pkg.steps", "pkg.srt.utils.steps"), True),
+     (GUARDED_CALL.replace("pkg.steps", "pkg.srt.utils.steps"), False)],
+    ids=["an unguarded use", "a guarded use"],
+)  # fmt: skip
+def test_a_folder_without_init_inside_a_package_is_part_of_it(tmp_path, caller, reported):
+    """``pkg/srt/`` with no ``__init__.py`` inside the package ``pkg`` is ``pkg.srt`` (a
+    namespace portion, as SGLang's ``sglang/srt/``): ``from pkg.srt.utils.steps import sync``
+    in another module is a use of ``sync``, which decides whether it runs only on CUDA."""
+    _project(tmp_path, {"pkg/srt/utils/__init__.py": "", "pkg/srt/utils/steps.py": SYNC,
+                        "pkg/srt/main.py": caller})  # fmt: skip
+    found = [line.split(" ")[:2] for line in _findings(tmp_path, "--no-cache")]
+    assert (["pkg/srt/utils/steps.py:5:5:", "PORT401"] in found) is reported
+
+
+def test_a_folder_without_init_put_on_sys_path_is_followed_by_its_own_names(tmp_path):
+    """A vendored folder with no ``__init__.py`` (vLLM's ``fmha_sm100/cute/``) that a module
+    puts on ``sys.path`` to import ``from interface import ...``: the import is followed to
+    ``cute/interface.py``, which cannot be imported without CUTLASS."""
+    _project(tmp_path, {
+        "pkg/third/__init__.py": "",
+        "pkg/third/cute/interface.py": "import cutlass\n\n\ndef attend():\n    return 1\n",
+        "pkg/third/adapter.py": (
+            "import os\nimport sys\n\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), "
+            "'cute'))\nfrom interface import attend  # noqa: E402\n"
+        ),
+        "pkg/third/api.py": "import torch\n\nfrom pkg.third.adapter import attend\n\n"
+                            "torch.cuda.synchronize()\n",
+    })  # fmt: skip
+    assert _findings(tmp_path, "--no-cache") == []
+    (why,) = [item["silenced"]["why"] for item in _silenced(tmp_path)]
+    assert "`pkg.third.adapter`, which cannot be imported without `cutlass`" in why
+
+
+def test_module_names_do_not_depend_on_the_order_the_facts_come_in(tmp_path):
+    """Two files of one dotted name (folders that no package holds): the index names the
+    same one in every run, whatever order the files were read in."""
+    from portlint.index.modules import ModuleNames
+
+    tree(tmp_path, {"a/utils/__init__.py": "", "a/utils/common.py": "", "b/utils/__init__.py": "",
+                    "b/utils/common.py": ""})  # fmt: skip
+    paths = [str(tmp_path / f"{top}/utils/common.py") for top in "ab"]
+    named = [
+        ModuleNames({p: {"imports": []} for p in order}, None, frozenset(), {}).path_of
+        for order in (paths, paths[::-1])
+    ]
+    assert named[0] == named[1] == {"utils.common": paths[1]}
+
+
 def test_a_module_imported_only_by_modules_that_run_only_on_cuda_runs_only_on_cuda(tmp_path):
     dispatch = (
         "from pkg.platforms import current_platform\n\n"

@@ -187,3 +187,27 @@ def test_a_real_release_answers_as_cold_in_every_format_warm_and_after_damage(tm
     touched = next((tmp_path / "pkg").rglob("*.py"))
     os.utime(touched, ns=(os.stat(touched).st_mtime_ns + 10**9,) * 2)
     assert_every_format_answers_as_cold(tmp_path, first="json")
+
+
+def test_each_file_linted_alone_answers_as_the_whole_tree(tmp_path):
+    """``portlint check FILE`` judges the file with the rest of its project, as a run over the
+    whole tree does (CI's known-real check relies on it: ``scripts/snapshot.py --known-real``):
+    finding for finding, silenced ones too, also in a folder with no ``__init__.py`` inside the
+    package."""
+    tree(tmp_path, {**PROJECT, "pkg/srt/utils/__init__.py": "", "pkg/srt/utils/steps.py": SYNC,
+                    "pkg/srt/main.py": GUARDED_CALL.replace("pkg.steps", "pkg.srt.utils.steps")})  # fmt: skip
+
+    def findings(*paths: str) -> list[dict]:
+        result = run_cli(
+            "check", *paths, "--no-cache", "--show-silenced", "--output-format", "json",
+            cwd=tmp_path,
+        )  # fmt: skip
+        assert result.returncode in (0, 1), result.stderr
+        return json.loads(result.stdout)
+
+    whole = findings("pkg")
+    assert any("silenced" in item for item in whole) and any("silenced" not in i for i in whole)
+    files = sorted({_relative(tmp_path, item["filename"]) for item in whole})
+    for file in files:
+        alone = findings(file)
+        assert alone == [i for i in whole if _relative(tmp_path, i["filename"]) == file], file

@@ -4,6 +4,7 @@ that one module uses is in another (through its imports, and the re-exports of p
 from __future__ import annotations
 
 import os
+from collections import defaultdict
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ MAX_REEXPORTS = 8  # how many `from .impl import f` hops a name is followed thro
 
 def module_name(path: str, packages: dict[str, str] | None = None) -> str:
     """The dotted name Python imports ``path`` as: its folders up to the first that is not a
-    package (has no ``__init__.py``). ``packages`` caches, per folder, its dotted name."""
+    package (has no ``__init__.py`` and is not inside one). ``packages`` caches, per folder, its
+    dotted name."""
     packages = {} if packages is None else packages
     given, file = os.path.split(path)
     if given not in packages:  # (the folder as given too: `abspath` asks for the cwd each time)
@@ -43,15 +45,30 @@ def namespace_of(path: str, module: str) -> str | None:
     return name if name.isidentifier() else None
 
 
-def _package_of(folder: str, packages: dict[str, str]) -> str:
+def _package_of(folder: str, packages: dict[str, str], portions: bool = True) -> str:
+    """The dotted name of ``folder`` as a package: one with an ``__init__.py``, or (``portions``)
+    a folder without one inside a package (a namespace portion, PEP 420: ``sglang/srt/`` in the
+    package ``sglang`` is ``sglang.srt``); "" for a folder that is neither."""
     if folder not in packages:
+        above, name = os.path.dirname(folder), os.path.basename(folder)
+        parent = _package_of(above, packages, portions) if above != folder else ""
         if os.path.isfile(os.path.join(folder, "__init__.py")):
-            parent = _package_of(os.path.dirname(folder), packages)
-            name = os.path.basename(folder)
             packages[folder] = f"{parent}.{name}" if parent else name
         else:
-            packages[folder] = ""
+            portion = portions and parent and name.isidentifier()
+            packages[folder] = f"{parent}.{name}" if portion else ""
     return packages[folder]
+
+
+def sys_path_name(path: str, module: str, packages: dict[str, str]) -> str | None:
+    """The name ``path`` (named ``module``) has where the folder without ``__init__.py`` above
+    its package is put on ``sys.path`` (``interface`` for a vendored ``fmha/cute/interface.py``
+    whose neighbours import it so), where that differs from ``module``."""
+    folder = os.path.dirname(os.path.abspath(path))
+    prefix = _package_of(folder, packages, portions=False)
+    stem = os.path.basename(path)[: -len(".py")]
+    short = prefix if stem == "__init__" else f"{prefix}.{stem}" if prefix else stem
+    return short if short != module and module.endswith(f".{short}") else None
 
 
 class ModuleNames:
@@ -70,13 +87,16 @@ class ModuleNames:
         self.packages = packages
         self.facts = facts
         folders: dict[str, str] = {}
-        self.module_of = {path: module_name(path, folders) for path in facts}
+        # (in the order of their paths: where two files have one name, the same one wins in
+        # every run, whatever order the facts came in)
+        self.module_of = {path: module_name(path, folders) for path in sorted(facts)}
         self.namespaces = namespaces if namespaces is not None else self._namespaces()
         for path, module in self.module_of.items():
             namespace = self.namespaces.get(module.partition(".")[0])
             if namespace is not None and namespace == namespace_of(path, module):
                 self.module_of[path] = f"{namespace}.{module}"  # (not a `model.py` elsewhere)
         self.path_of = {name: path for path, name in self.module_of.items()}
+        self.aliases = self._aliases()
         self.is_package = {path: os.path.basename(path) == "__init__.py" for path in facts}
         self._defined: dict[str, set[str]] = {}  # per module, its functions and classes
         self._bound: dict[str, dict[str, list]] = {}  # per module, its bindings by local name
@@ -100,11 +120,31 @@ class ModuleNames:
         }
         return {top: name for top, name in candidates.items() if (name, top) in imported}
 
+    def _aliases(self) -> dict[str, str]:
+        """The top-level names that modules in a folder without ``__init__.py`` inside a
+        package have where code puts that folder on ``sys.path`` (:func:`sys_path_name`), each
+        with the dotted prefix it stands for; a name two folders give, or one the project's
+        own top-level names hold, is none."""
+        plain: dict[str, str] = {}
+        found: dict[str, set[str]] = defaultdict(set)
+        for path, module in self.module_of.items():
+            short = sys_path_name(path, module, plain)
+            if short is not None:
+                top = short.partition(".")[0]
+                found[top].add(module[: len(module) - len(short)] + top)
+        tops = {module.partition(".")[0] for module in self.path_of}
+        return {top: prefixes.pop() for top, prefixes in found.items()
+                if len(prefixes) == 1 and top not in tops}  # fmt: skip
+
     def _absolute(self, path: str, module: str) -> str:
-        """``module`` as imported in ``path`` (``..x`` relative to its package), made absolute."""
+        """``module`` as imported in ``path`` (``..x`` relative to its package), made absolute;
+        a name that only a folder put on ``sys.path`` gives, as the project names it."""
         level = len(module) - len(module.lstrip("."))
         if not level:
-            return module
+            top, dot, rest = module.partition(".")
+            if module in self.path_of or top not in self.aliases:
+                return module
+            return self.aliases[top] + dot + rest
         package = self.module_of[path]
         if not self.is_package[path]:
             package = package.rpartition(".")[0]
