@@ -26,7 +26,8 @@ from portlint.findings import split_lines
 
 # JSON-RPC's and the protocol's error codes.
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
-INTERNAL_ERROR, NOT_INITIALIZED = -32603, -32002
+INVALID_PARAMS, INTERNAL_ERROR, NOT_INITIALIZED, REQUEST_CANCELLED = -32602, -32603, -32002, -32800
+CANCEL = "$/cancelRequest"
 ERROR, WARNING = 1, 2  # (`window/logMessage`'s types; a diagnostic's severities)
 
 Handler = Callable[[Any], Awaitable[Any] | Any]
@@ -34,15 +35,25 @@ Handler = Callable[[Any], Awaitable[Any] | Any]
 
 class Connection:
     """One editor, over ``reader`` and ``writer``: each message's method looked up in
-    ``handlers`` (a request's answer is what its handler returns)."""
+    ``handlers`` (a request's answer is what its handler returns), its ``params`` first checked
+    against what ``needs`` says that method's handler reads (``{"textDocument.uri": str}``): a
+    request that lacks it is answered with an error, a notification that does is logged."""
 
-    def __init__(self, reader: BinaryIO, writer: BinaryIO, handlers: dict[str, Handler]) -> None:
+    def __init__(
+        self,
+        reader: BinaryIO,
+        writer: BinaryIO,
+        handlers: dict[str, Handler],
+        needs: dict[str, dict[str, type | tuple[type, ...]]] | None = None,
+    ) -> None:
         self.reader, self.writer, self.handlers = reader, writer, handlers
+        self.needs = needs or {}
         self.initialized = self.shut_down = False
         self.sent = 0  # (the server's own requests, numbered)
         self.loop = asyncio.new_event_loop()
         self.ended = self.loop.create_future()  # the exit status, once the editor says exit
         self.tasks: set[asyncio.Task] = set()  # (handlers running: kept until they end)
+        self.running: dict[Any, asyncio.Task] = {}  # requests still working, by id (to cancel)
 
     def run(self) -> int:
         """Serve until the editor says exit (0 after a ``shutdown``, else 1) or goes away (1)."""
@@ -50,6 +61,11 @@ class Connection:
         try:
             return self.loop.run_until_complete(self.ended)
         finally:
+            for task in self.tasks:  # (what was still working when the editor said exit)
+                task.cancel()
+            if self.tasks:
+                gathered = asyncio.gather(*self.tasks, return_exceptions=True)
+                self.loop.run_until_complete(gathered)
             self.loop.close()
 
     def notify(self, method: str, params: Any) -> None:
@@ -102,9 +118,14 @@ class Connection:
             self._end(0 if self.shut_down else 1)
             return
         handler = self.handlers.get(method)
-        if "id" not in message:  # a notification: taken now, in the order they come
+        if method == CANCEL and isinstance(params, dict):
+            self._cancel(params.get("id"))
+        elif "id" not in message:  # a notification: taken now, in the order they come
             if handler is not None and self.initialized and not self.shut_down:
-                self._call(method, handler, params)
+                if (wrong := missing(params, self.needs.get(method, {}))) is not None:
+                    self.log(f"portlint: skipped {method}: {wrong}")
+                else:
+                    self._call(method, handler, params)
         elif not self.initialized and method != "initialize":
             self._answer(message["id"], error=(NOT_INITIALIZED, "not initialized"))
         elif self.shut_down or (self.initialized and method == "initialize"):
@@ -112,6 +133,8 @@ class Connection:
             self._answer(message["id"], error=(INVALID_REQUEST, refused))
         elif handler is None:
             self._answer(message["id"], error=(METHOD_NOT_FOUND, f"no method {method!r}"))
+        elif (wrong := missing(params, self.needs.get(method, {}))) is not None:
+            self._answer(message["id"], error=(INVALID_PARAMS, wrong))
         else:
             self.initialized = True
             self.shut_down = self.shut_down or method == "shutdown"
@@ -130,8 +153,19 @@ class Connection:
             task = self.loop.create_task(self._awaited(method, result, id_))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
+            task.add_done_callback(lambda _: result.close())  # (one cancelled before it began)
+            if id_ is not None:
+                self.running[id_] = task
+                task.add_done_callback(lambda _: self.running.pop(id_, None))
         elif id_ is not None:
             self._answer(id_, result)
+
+    def _cancel(self, id_: Any) -> None:
+        """The editor no longer wants the answer to request ``id_``: where it is still working,
+        it stops, answered with the protocol's error for it (an answer sent already stands)."""
+        task = self.running.get(id_)
+        if task is not None and task.cancel():
+            self._answer(id_, error=(REQUEST_CANCELLED, "cancelled"))
 
     async def _awaited(self, method: str, work: Awaitable[Any], id_: Any) -> None:
         try:
@@ -159,6 +193,23 @@ class Connection:
         body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
         self.writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
         self.writer.flush()
+
+
+def missing(params: Any, needs: dict[str, type | tuple[type, ...]]) -> str | None:
+    """What ``params`` lack of ``needs`` (dotted paths and the type each must have), or None."""
+    for path, kind in needs.items():
+        value = params
+        for key in path.split(".") if path else ():  # ("": the params themselves)
+            value = value.get(key) if isinstance(value, dict) else None
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+            return f"params{'.' if path else ''}{path} is missing or not {_named(kind)}"
+    return None
+
+
+def _named(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {str: "a string", int: "a number", list: "a list", dict: "an object"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
 class Unreadable(str):

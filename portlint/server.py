@@ -57,6 +57,22 @@ CAPABILITIES = {
 }
 
 T = TypeVar("T")
+# What each handler reads of its message's params: a message that lacks it is refused (a
+# request with the protocol's "invalid params", a notification logged), not a failure.
+DOCUMENT: dict[str, type | tuple[type, ...]] = {"textDocument.uri": str}
+POSITION = {"position.line": int, "position.character": int}
+RANGE = {f"range.{end}.line": int for end in ("start", "end")}
+NEEDS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "initialize": {"": dict},
+    "workspace/didChangeWatchedFiles": {"changes": list},
+    "textDocument/didOpen": {**DOCUMENT, "textDocument.text": str},
+    "textDocument/didChange": {**DOCUMENT, "contentChanges": list},
+    "textDocument/didSave": DOCUMENT,
+    "textDocument/didClose": DOCUMENT,
+    "textDocument/codeAction": {**DOCUMENT, **RANGE},
+    "codeAction/resolve": {"": dict},
+    "textDocument/hover": {**DOCUMENT, **POSITION},
+}
 
 
 def docs_url(code: str | None) -> str | None:
@@ -95,7 +111,7 @@ class PortlintServer:
             "codeAction/resolve": self.resolve_code_action,
             "textDocument/hover": self.hover,
         }
-        self.connection = Connection(reader, writer, handlers)
+        self.connection = Connection(reader, writer, handlers, NEEDS)
 
     # --- the documents and their lints ------------------------------------------------------
     async def in_worker(self, function: Callable[..., T], *args: Any) -> T:

@@ -4,6 +4,7 @@ dependencies."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from portlint.lsp import Document, code_points, read_message, utf16_units
+from portlint.lsp import Connection, Document, code_points, read_message, utf16_units
 
 PATIENCE_S = 120
 
@@ -54,6 +55,58 @@ def test_a_message_that_cannot_be_read_is_skipped_with_its_reason(data, why):
     assert getattr(unreadable, "code", None) == (-32600 if data.endswith(b"[]") else -32700)
     if b"Length: 9" not in data and b"Length: ten" not in data and b"Type" not in data:
         assert read_message(reader) == {"method": "next"}  # (the next one is read)
+
+
+def served(messages: list[dict], handlers: dict, needs: dict | None = None) -> list[dict]:
+    """What a connection answers to ``messages`` (an ``initialize`` first, an ``exit`` last)."""
+    first = {"id": 0, "method": "initialize", "params": {}}
+    last = {"method": "exit"}
+    given = b"".join(framed({"jsonrpc": "2.0", **m}) for m in [first, *messages, last])
+    written = io.BytesIO()
+    handlers = {"initialize": lambda params: {}, **handlers}
+    Connection(io.BytesIO(given), written, handlers, needs).run()
+    written.seek(0)
+    answers = []
+    while (message := read_message(written)) is not None:
+        answers.append(message)
+    return answers[1:]  # (not initialize's)
+
+
+def test_a_request_whose_params_lack_what_its_handler_reads_is_refused_as_invalid():
+    needs = {"find": {"where.line": int, "name": str}}
+    answers = served(
+        [{"id": 1, "method": "find", "params": {"where": {"line": "2"}, "name": "x"}},
+         {"id": 2, "method": "find", "params": {"where": {"line": True}, "name": "x"}},
+         {"id": 3, "method": "find", "params": {"where": {"line": 2}, "name": "x"}},
+         {"method": "told", "params": []}],
+        {"find": lambda params: params["where"]["line"] + 1, "told": lambda params: None},
+        {**needs, "told": {"": dict}},
+    )  # fmt: skip
+    invalid = {"code": -32602, "message": "params.where.line is missing or not a number"}
+    assert answers[:3] == [
+        {"jsonrpc": "2.0", "id": 1, "error": invalid},
+        {"jsonrpc": "2.0", "id": 2, "error": invalid},
+        {"jsonrpc": "2.0", "id": 3, "result": 3},
+    ]
+    assert answers[3]["method"] == "window/logMessage"
+    assert answers[3]["params"]["message"] == (
+        "portlint: skipped told: params is missing or not an object"
+    )
+
+
+def test_a_cancelled_request_is_answered_as_cancelled():
+    async def never(params):
+        await asyncio.Event().wait()
+
+    answers = served(
+        [{"id": 7, "method": "slow", "params": {"n": 1}},
+         {"method": "$/cancelRequest", "params": {"id": 7}},
+         {"method": "$/cancelRequest", "params": {"id": 99}}],  # (none such: nothing said)
+        {"slow": never},
+    )  # fmt: skip
+    assert answers == [
+        {"jsonrpc": "2.0", "id": 7, "error": {"code": -32800, "message": "cancelled"}}
+    ]
 
 
 def change(start: tuple[int, int], end: tuple[int, int], text: str) -> dict:
