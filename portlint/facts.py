@@ -115,6 +115,7 @@ CUDA_ONLY_LIBRARIES: dict[str, str] = {
     "mori": "MoRI (ROCm's RDMA and expert-parallel communication)",
     # Both (the torch device type is "cuda" on each)
     "flash_attn": "FlashAttention", "mscclpp": "MSCCL++", "megatron": "Megatron-LM / Megatron Core",
+    "mamba_ssm": "Mamba's selective-scan kernels", "causal_conv1d": "causal-conv1d kernels",
 }  # fmt: skip
 
 # torch's gradient scalers whose device defaults to "cuda": made with no device, off CUDA one warns

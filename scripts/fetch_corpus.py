@@ -39,7 +39,7 @@ HELD_OUT = (
     "fairchem-core==2.24.0", "mace-torch==0.3.16", "liger-kernel==0.8.5", "modelscope==1.40.2",
     "funasr==1.4.16", "nerfstudio==1.1.5", "espnet==202511", "gsplat==1.5.3",
     "vllm-omni==0.30.0", "fschat==0.2.36", "invokeai==6.14.2", "coqui-tts==0.28.0",
-    "tensordict==0.15.3", "f5-tts==1.1.22",
+    "tensordict==0.15.3", "f5-tts==1.1.22", "audiocraft==1.3.0", "petals==2.2.0.post1",
 )  # fmt: skip
 # Releases whose package is not named as the distribution is (`megatron-core` installs `megatron`).
 PACKAGES = {

@@ -2,7 +2,7 @@
 look for put at statement boundaries must never crash portlint, must get CPython's verdict on
 their validity, and must stay valid under `--fix --unsafe-fixes`, which a second time changes
 nothing (see tests/fuzzing.py). Fixed seeds and a bounded number of examples keep it to seconds
-here (150; `-m slow` adds 600 drawn from another seed, `python scripts/fuzz.py` many more for a
+here (150; `-m slow` adds 600 drawn from four other seeds, `python scripts/fuzz.py` many more for a
 release). The minimised reproducers of what fuzzing found are kept in tests/fixtures/fuzz/ and
 checked the same way."""
 
@@ -51,8 +51,9 @@ def test_generated_programs_with_triggers_get_cpythons_verdict_and_safe_fixes():
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::SyntaxWarning")
-def test_many_more_generated_programs_get_cpythons_verdict_and_safe_fixes():
-    fuzz(600, 0)
+@pytest.mark.parametrize("seed_value", [0, 2, 3, 4])  # (four parts, for the test workers)
+def test_many_more_generated_programs_get_cpythons_verdict_and_safe_fixes(seed_value):
+    fuzz(150, seed_value)
 
 
 @pytest.mark.parametrize("reproducer", REPRODUCERS, ids=lambda path: path.name[:-7])

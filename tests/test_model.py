@@ -1201,3 +1201,21 @@ def test_a_name_that_can_only_be_cuda_or_another_device_decides_its_else(module,
     found, silenced = lint(source)
     assert reported(found, probe(source)) is not silent
     assert silenced_at(silenced, probe(source)) == ({"device-set"} if silent else set())
+
+
+@pytest.mark.parametrize(("library", "silent"), [("mamba_ssm", True), ("einops", False)])
+def test_a_class_that_asserts_a_flag_its_library_import_sets_runs_where_the_library_is(
+    library, silent
+):
+    """mistral-inference's Mamba: ``_installed`` is true only once a library of the NVIDIA/AMD
+    table imported (``try``/``except ImportError``), and the constructor asserts it: the
+    class's methods run only where that library is; a library found anywhere proves nothing."""
+    source = (
+        f"import torch\n_installed = False\ntry:\n    from {library}.models import Model\n"
+        "    _installed = True\nexcept ImportError:\n    _installed = False\n\n"
+        "class Mamba:\n    def __init__(self):\n        assert _installed, 'pip install it'\n\n"
+        f"    def run(self):\n        {PROBE}\n"
+    )
+    found, silenced = lint(source)
+    assert (found == []) is silent
+    assert silenced_at(silenced, probe(source)) == ({"constructor"} if silent else set())

@@ -20,7 +20,7 @@ them):
 - a name bound to one of these in the scope or the module (``_is_cuda = is_cuda()``), a
   function of the module whose every ``return`` is one (:class:`portlint.model.summaries`
   tells), a value made only under a CUDA condition tested for ``None``;
-- ``not``, ``and``, ``or`` of these.
+- ``not``, ``and``, ``or`` of these; ``all()`` or ``any()`` of one over a collection.
 """
 
 from __future__ import annotations
@@ -132,6 +132,8 @@ FORMS = (
          "current_platform.is_cuda_alike()", "current_platform.is_cuda_graph_enabled()"),
     Form("torch-query", "`not`, `and` and `or` of these",
          "not (not torch.cuda.is_available())", "not torch.cuda.is_available()"),
+    Form("device-type", "`all()` or `any()` of one of these over a collection",
+         "all(d.type == 'cuda' for d in devices)", "all(d.type != 'cuda' for d in devices)"),
 )  # fmt: skip
 
 # torch.cuda's questions that hold only where CUDA is.
@@ -187,6 +189,9 @@ class Conditions:
             return self.meaning(test.operand).negated()
         if isinstance(test, ast.BoolOp):
             return self._boolean(test)
+        if (element := _every_or_any(test)) is not None:
+            inner = self.meaning(element)
+            return Meaning(self._whole(test, inner.if_true), self._whole(test, inner.if_false))
         if isinstance(test, ast.NamedExpr):
             return self.meaning(test.value)
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
@@ -240,9 +245,9 @@ class Conditions:
             if_false = next((p.if_false for p in parts if p.if_false), None)
         return Meaning(self._whole(test, if_true), self._whole(test, if_false))
 
-    def _whole(self, test: ast.BoolOp, part: Evidence | None) -> Evidence | None:
-        """The evidence of a part, said of the whole ``and``/``or`` (pending evidence stays
-        what it waits for)."""
+    def _whole(self, test: ast.expr, part: Evidence | None) -> Evidence | None:
+        """The evidence of a part, said of the whole ``and``/``or`` (or ``all()``/``any()``;
+        pending evidence stays what it waits for)."""
         if part is None or is_pending(part):
             return part
         return Evidence(part.kind, f"`{self.segment(test)}`", test.lineno)
@@ -351,6 +356,16 @@ class Conditions:
         ):  # `len(torch.cuda.default_generators)`
             return (self.resolve(node.args[0]) or "").startswith("torch.cuda.")
         return self.resolve(node.func) in COUNTS
+
+
+def _every_or_any(test: ast.expr) -> ast.expr | None:
+    """The element's test of ``all(<test> for x in xs)`` or ``any(...)`` (one loop, no ``if``)."""
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and len(test.args) == 1):
+        return None
+    loop = test.args[0] if test.func.id in ("all", "any") and not test.keywords else None
+    if isinstance(loop, (ast.GeneratorExp, ast.ListComp)) and len(loop.generators) == 1:
+        return None if loop.generators[0].ifs else loop.elt
+    return None
 
 
 def names_cuda(node: ast.AST) -> bool:
