@@ -44,6 +44,7 @@ class Lint:
     with_edits: dict[str, list[Violation]] = field(default_factory=dict)
     # What LibCST parsed of it, by part: the next version parses again only the parts it changed.
     parts: Parts = field(default_factory=Parts)
+    project: Project | None = None  # the project it was judged with (None: judged alone)
 
     @functools.cached_property
     def lines(self) -> list[str]:
@@ -66,25 +67,33 @@ def settings_for(path: str) -> Settings:
 
 def lint_text(path: str, version: int | None, source: str, previous: Lint | None) -> Lint:
     """Lint ``source`` as the text of ``path`` (the fast path: no fix edits). The previous
-    version's result is reused where neither the text nor the settings changed."""
+    version's result is reused where neither the text, the settings nor the project changed."""
     try:
         settings = settings_for(path)
     except ConfigError as error:
         return Lint(version, source, None, [Violation(path, 1, 1, None, f"portlint: {error}")])
     parts = previous.parts if previous else Parts()
-    if previous and previous.source == source and previous.settings == settings:
-        return Lint(version, source, settings, previous.violations, previous.with_edits, parts)
     if is_excluded(Path(path), settings):
         return Lint(version, source, settings, [], parts=parts)
     project = project_of(path, settings)
+    if (
+        previous
+        and previous.source == source
+        and previous.settings == settings
+        and previous.project is project
+    ):
+        return Lint(
+            version, source, settings, previous.violations, previous.with_edits, parts, project
+        )
     if project is None:
         found = lint_source(path, source, settings, fix_edits=False, speedups=True, parts=parts)
         return Lint(version, source, settings, found, parts=parts)
     found, facts, notes = lint_for_project(path, source, settings, project.packages, parts=parts)
     if facts is None:  # (Python refuses it: nothing to judge)
-        return Lint(version, source, settings, found, parts=parts)
+        return Lint(version, source, settings, found, parts=parts, project=project)
     project.update(path, {**facts, "notes": notes})
-    return Lint(version, source, settings, judged_by_project(project, found, None), parts=parts)
+    judged = judged_by_project(project, found, None)
+    return Lint(version, source, settings, judged, parts=parts, project=project)
 
 
 # The project of each configuration, as the cache left it (None: judged alone), until a

@@ -94,9 +94,10 @@ class PortlintServer:
         self.documents: dict[str, Document] = {}  # by URI: what the editor holds
         self.lints: dict[str, Lint] = {}  # by URI: the latest version linted of each document
         self.scheduled: set[str] = set()  # URIs whose lint is waiting or running
-        # How many times a configuration file changed: a lint that began before the last change
-        # may have read the settings before it, and is made again.
-        self.config_changes = 0
+        # How many times a configuration file or a Python file on disk changed: a lint that
+        # began before the last change may have read the settings or the project before it,
+        # and is made again.
+        self.disk_changes = 0
         self.client: dict = {}  # the editor's capabilities
         handlers: dict[str, Callable[[Any], Any]] = {
             "initialize": self.initialize,
@@ -128,7 +129,7 @@ class PortlintServer:
             await asyncio.sleep(delay)
             while (document := self.documents.get(uri)) is not None and is_python(document):
                 version, source = document.version, document.text
-                config_changes = self.config_changes
+                disk_changes = self.disk_changes
                 lint = await self.in_worker(
                     lint_document, document.path, version, source, self.lints.get(uri)
                 )
@@ -136,7 +137,7 @@ class PortlintServer:
                 if (
                     current is not None
                     and current.version == version
-                    and self.config_changes == config_changes
+                    and self.disk_changes == disk_changes
                 ):
                     self.lints[uri] = lint
                     self.publish(uri, version, [diagnostic(v, lint) for v in lint.violations])
@@ -144,10 +145,11 @@ class PortlintServer:
         finally:
             self.scheduled.discard(uri)
 
-    async def configuration_changed(self) -> None:
-        """Lint every open document again, with the settings read anew (a document whose text
-        and settings are unchanged keeps its findings: :func:`portlint.editing.lint_text`)."""
-        self.config_changes += 1
+    async def disk_changed(self) -> None:
+        """Lint every open document again, with the settings read anew and its project joined
+        again from the disk (a document whose text, settings and project are unchanged keeps
+        its findings: :func:`portlint.editing.lint_text`)."""
+        self.disk_changes += 1
         await self.in_worker(forget_projects)
         await asyncio.gather(*(self.lint_soon(uri, delay=0) for uri in list(self.lints)))
 
@@ -183,16 +185,25 @@ class PortlintServer:
         watching = self.client.get("workspace", {}).get("didChangeWatchedFiles", {})
         if not watching.get("dynamicRegistration"):
             return
+        globs = [f"**/{CONFIG_FILE}", *(f"**/*{suffix}" for suffix in PYTHON_SUFFIXES)]
         registration = {
             "id": "portlint-configuration",
             "method": "workspace/didChangeWatchedFiles",
-            "registerOptions": {"watchers": [{"globPattern": f"**/{CONFIG_FILE}"}]},
+            "registerOptions": {"watchers": [{"globPattern": glob} for glob in globs]},
         }
         self.connection.request("client/registerCapability", {"registrations": [registration]})
 
     async def on_watched_files_change(self, params: dict) -> None:
-        if any(is_config_file(change["uri"]) for change in params["changes"]):
-            await self.configuration_changed()
+        """A configuration file changed: every open document is linted with the settings read
+        anew. A Python file changed on disk that the editor does not hold (a checkout, another
+        program's edit): the projects are joined again from the disk, and every open document
+        judged with them. (A document the editor holds is its text, not the disk's.)"""
+        uris = [change.get("uri", "") for change in params["changes"]]
+        if any(
+            is_config_file(uri) or (uri.endswith(PYTHON_SUFFIXES) and uri not in self.documents)
+            for uri in uris
+        ):
+            await self.disk_changed()
 
     def on_open(self, params: dict) -> Any:
         item = params["textDocument"]
@@ -214,7 +225,7 @@ class PortlintServer:
         """Lint the saved document again; where it is a configuration file, every open one."""
         uri = params["textDocument"]["uri"]
         if is_config_file(uri):
-            await self.configuration_changed()
+            await self.disk_changed()
         await self.lint_soon(uri, delay=0)
 
     def on_close(self, params: dict) -> None:

@@ -166,6 +166,14 @@ class Session:
             stderr=subprocess.PIPE,
         )
 
+    def ended(self) -> int:
+        """The server's exit status, once it has ended (its pipes closed)."""
+        status = self.process.wait(PATIENCE_S)
+        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
+        return status
+
     def send(self, message: dict) -> None:
         assert self.process.stdin is not None
         self.process.stdin.write(framed({"jsonrpc": "2.0", **message}))
@@ -249,7 +257,7 @@ def test_the_server_speaks_the_protocol_with_nothing_but_the_linters_dependencie
     session.send({"id": 5, "method": "textDocument/hover", "params": hover})
     assert session.receive()["error"] == {"code": -32600, "message": "shut down"}
     session.send({"method": "exit"})
-    assert session.process.wait(PATIENCE_S) == 0
+    assert session.ended() == 0
     assert not (tmp_path / "w.py").exists()
 
 
@@ -257,4 +265,4 @@ def test_the_server_ends_with_1_when_the_editor_goes_away_without_shutdown(tmp_p
     session = Session(tmp_path, hide=())
     assert session.process.stdin is not None
     session.process.stdin.close()
-    assert session.process.wait(PATIENCE_S) == 1
+    assert session.ended() == 1

@@ -222,7 +222,8 @@ def test_a_changed_configuration_lints_the_open_documents_again(project):
     async def scenario(editor: Editor) -> None:
         registration = await asyncio.wait_for(editor.registrations.get(), PATIENCE_S)
         assert registration.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
-        assert registration.register_options == {"watchers": [{"globPattern": "**/pyproject.toml"}]}
+        globs = ["**/pyproject.toml", "**/*.py", "**/*.pyi"]
+        assert registration.register_options == {"watchers": [{"globPattern": g} for g in globs]}
         assert [d.code for d in await editor.diagnostics()] == ["PORT101", "PORT401"]
         pyproject.write_text('[tool.portlint]\nignore = ["PORT401"]\n')
         editor.client.workspace_did_change_watched_files(
@@ -286,6 +287,13 @@ def test_a_document_is_judged_with_its_project_where_portlint_check_left_its_cac
         assert await editor.diagnostics() == []
         editor.change(text + "\n\ndef more():\n    torch.cuda.synchronize()\n")  # the same module
         assert await editor.diagnostics() == []
+        # Another file changed on disk (not by the editor): `b` is now imported anywhere.
+        (package / "a.py").write_text("import torch\n\nfrom pkg import b\n")
+        changed = types.FileEvent((package / "a.py").as_uri(), types.FileChangeType.Changed)
+        editor.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams([changed])
+        )
+        assert [d.code for d in await editor.diagnostics()] == ["PORT401", "PORT401"]
 
     run_editor(tmp_path, judged, text=text, name="pkg/b.py")
 
