@@ -309,9 +309,7 @@ def _top_packages(files: list[Path]) -> frozenset[str]:
     packages they may be parts of (:func:`~portlint.index.modules.
     namespace_of`): the project's code may import them by either name."""
     folders: dict[str, str] = {}
-    plain: dict[
-        str, str
-    ] = {}  # (the folders' names where one without `__init__.py` is on sys.path)
+    plain: dict[str, str] = {}  # (as named where a folder is put on sys.path)
     found: set[str] = set()
     for file in files:
         module = module_name(str(file), folders)

@@ -87,7 +87,7 @@ class Joins(ModuleNames):
 
     # --- the joins --------------------------------------------------------------------------
     def _join(self) -> None:
-        for path, data in sorted(self.facts.items()):
+        for path, data in self.in_order():
             named: dict[str, tuple[str, str] | str | None] = {}  # (a module names a name often)
             for row, (name, _, unit) in enumerate(data["uses"]):
                 if name not in named:
@@ -120,7 +120,7 @@ class Joins(ModuleNames):
         of the project the same way, or sit in a package whose ``__init__`` is one: importing
         them fails wherever the library (or a CUDA compiler) is missing."""
         root, table = self.settings.root, self.settings.cuda_only_imports
-        for path, data in sorted(self.facts.items()):
+        for path, data in self.in_order():
             found = first_import_of(data["top_imports"], foreign_libraries(path, root, table))
             if found is not None:
                 library = f"`{found[0]}` (a library only for NVIDIA or AMD GPUs)"
@@ -136,7 +136,7 @@ class Joins(ModuleNames):
         # own importers are affected in their turn.
         importers: dict[str, list[tuple[str, str, int]]] = defaultdict(list)  # (module, via, row)
         members: dict[str, list[str]] = defaultdict(list)
-        for path, data in sorted(self.facts.items()):
+        for path, data in self.in_order():
             module = self.module_of[path]
             package = module.rpartition(".")[0]
             if package:  # (a package: module names stop at a folder without `__init__.py`)
@@ -170,7 +170,7 @@ class Joins(ModuleNames):
         for module, needs in self.unimportable.items():
             if needs.via:  # (the others: their own imports, a verdict the file's lint gave)
                 self.confined_modules.setdefault(module, needs.why())
-        for path, data in sorted(self.facts.items()):
+        for path, data in self.in_order():
             if data["confined"] is not None:  # (the model's: `PlatformModel.whole`)
                 self.confined_modules[self.module_of[path]] = data["confined"][1]
 
@@ -213,7 +213,7 @@ class Joins(ModuleNames):
         other."""
         rebound: dict[str, tuple[str, int]] = {}
         for shims in (True, False):
-            for path, data in sorted(self.facts.items()):
+            for path, data in self.in_order():
                 for row, (attribute, _, device) in enumerate(data["rebinds"]):
                     if device is shims:
                         rebound.setdefault(attribute, (path, row))

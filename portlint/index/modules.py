@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import MutableMapping
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +14,14 @@ from portlint.settings import Settings
 MAX_REEXPORTS = 8  # how many `from .impl import f` hops a name is followed through
 
 
-def module_name(path: str, packages: dict[str, str] | None = None) -> str:
+def module_name(path: str, packages: dict[str, str] | None = None, portions: bool = True) -> str:
     """The dotted name Python imports ``path`` as: its folders up to the first that is not a
-    package (has no ``__init__.py`` and is not inside one). ``packages`` caches, per folder, its
-    dotted name."""
+    package (has no ``__init__.py`` and, with ``portions``, is not inside one). ``packages``
+    caches, per folder, its dotted name (one cache for each value of ``portions``)."""
     packages = {} if packages is None else packages
     given, file = os.path.split(path)
     if given not in packages:  # (the folder as given too: `abspath` asks for the cwd each time)
-        packages[given] = _package_of(os.path.abspath(given), packages)
+        packages[given] = _package_of(os.path.abspath(given), packages, portions)
     stem = file[: -len(".py")] if file.endswith(".py") else file
     prefix = packages[given]
     if stem == "__init__":
@@ -63,11 +63,9 @@ def _package_of(folder: str, packages: dict[str, str], portions: bool = True) ->
 def sys_path_name(path: str, module: str, packages: dict[str, str]) -> str | None:
     """The name ``path`` (named ``module``) has where the folder without ``__init__.py`` above
     its package is put on ``sys.path`` (``interface`` for a vendored ``fmha/cute/interface.py``
-    whose neighbours import it so), where that differs from ``module``."""
-    folder = os.path.dirname(os.path.abspath(path))
-    prefix = _package_of(folder, packages, portions=False)
-    stem = os.path.basename(path)[: -len(".py")]
-    short = prefix if stem == "__init__" else f"{prefix}.{stem}" if prefix else stem
+    whose neighbours import it so), where that differs from ``module``. ``packages``: a cache
+    of its own (not :func:`module_name`'s)."""
+    short = module_name(path, packages, portions=False)
     return short if short != module and module.endswith(f".{short}") else None
 
 
@@ -119,6 +117,11 @@ class ModuleNames:
             for row in data["imports"]
         }
         return {top: name for top, name in candidates.items() if (name, top) in imported}
+
+    def in_order(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Each path and its facts, in the order of the paths (whatever order the facts came
+        in: what is joined first, and named first in a reason, is the same in every run)."""
+        return ((path, self.facts[path]) for path in self.module_of)
 
     def _aliases(self) -> dict[str, str]:
         """The top-level names that modules in a folder without ``__init__.py`` inside a
