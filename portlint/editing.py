@@ -91,7 +91,7 @@ def lint_text(path: str, version: int | None, source: str, previous: Lint | None
     found, facts, notes = lint_for_project(path, source, settings, project.packages, parts=parts)
     if facts is None:  # (Python refuses it: nothing to judge)
         return Lint(version, source, settings, found, parts=parts, project=project)
-    project.update(path, {**facts, "notes": notes})
+    project.update(path, {**facts, "notes": notes}, source)
     judged = judged_by_project(project, found, None)
     return Lint(version, source, settings, judged, parts=parts, project=project)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from portlint.catalog import GUARDABLE
 from portlint.findings import Silenced, Violation
 from portlint.index.int64 import INT64_CODES, refine
+from portlint.index.matmul import CAPTURE_CODE, judge_captures
 from portlint.index.project import Project
 from portlint.index.reading import FIXTURE_TEXT, facts_of
 from portlint.settings import Settings
@@ -74,28 +75,36 @@ def lint_source(
     if facts is not None:
         facts["notes"] = notes
         return found
-    return judged_alone(path, source, settings, found, notes)
+    return judged_alone(path, source, settings, found, notes, silenced)
 
 
 def judged_by_project(
     project: Project, found: list[Violation], silenced: list[Silenced] | None
 ) -> list[Violation]:
     """What stands of ``found`` once ``project`` has spoken (:meth:`Project.judge`), with the
-    int64 findings judged by their consumers (:func:`portlint.index.int64.refine`)."""
-    return refine(project, project.judge(found, silenced))
+    int64 findings judged by their consumers (:func:`portlint.index.int64.refine`) and the
+    captures by their code (:func:`portlint.index.matmul.judge_captures`)."""
+    return judge_captures(project, refine(project, project.judge(found, silenced)), silenced)
 
 
 def judged_alone(
-    path: str, source: str, settings: Settings, found: list[Violation], notes: dict[str, list]
+    path: str,
+    source: str,
+    settings: Settings,
+    found: list[Violation],
+    notes: dict[str, list],
+    silenced: list[Silenced] | None = None,
 ) -> list[Violation]:
     """``found`` (the findings of ``source``, whose rules left ``notes``) judged as a project of
     this one file: its int64 findings by its own kernels (:mod:`portlint.index.int64`), its
     tests by its own pytest fixtures."""
     tests = FIXTURE_TEXT in source and any(v.code in GUARDABLE for v in found)
-    if not (tests or any(v.code in INT64_CODES for v in found)):
+    if not (tests or any(v.code in INT64_CODES or v.code == CAPTURE_CODE for v in found)):
         return found
     tree = parse_ast(source)
     if tree is None:
         return found
     alone = {**facts_of(tree, source, path, frozenset(), settings), "notes": notes}
-    return sorted(judged_by_project(Project({path: alone}, settings), found, None))
+    project = Project({path: alone}, settings)
+    project.update(path, alone, source)
+    return sorted(judged_by_project(project, found, silenced))

@@ -60,7 +60,7 @@ def fix_source(
         )
         found = lint_source(path, text, settings, tree=tree, facts=facts)
         if facts is not None:
-            project.update(path, facts)
+            project.update(path, facts, text)
         return sorted(judged_by_project(project, found, None))
 
     result = FixResult(source)

@@ -300,6 +300,22 @@ def given_cuda(call: ast.Call) -> bool:
     return False
 
 
+def import_bindings(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str, str]]:
+    """The names an import binds, each with the module it comes from (relative as written:
+    ``..x``) and the attribute of it (""): ``import a.b`` binds ``a`` (``a``, ""),
+    ``import a.b as c`` binds ``c`` (``a.b``, ""), ``from .m import f as g`` binds ``g``
+    (``.m``, ``f``)."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            first = alias.name.split(".")[0]
+            yield (alias.asname, alias.name, "") if alias.asname else (first, first, "")
+        return
+    base = "." * node.level + (node.module or "")
+    for alias in node.names:
+        if alias.name != "*":
+            yield alias.asname or alias.name, base, alias.name
+
+
 def dotted(node: ast.AST) -> str | None:
     """``a.b.c`` for a chain of names and attributes (None for anything else)."""
     parts = []

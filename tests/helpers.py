@@ -78,7 +78,8 @@ def lint_all_ways(source: str, codes: frozenset[str]) -> dict[str, tuple[list, l
     tree = parse_ast(source)
     notes: dict[str, list] = {}
     job = visit._Job("case.py", source, tree, settings, False, False, silenced, notes)
-    violations = judged_alone("case.py", source, settings, visit._violations(job, rules), notes)
+    found_by_rules = visit._violations(job, rules)
+    violations = judged_alone("case.py", source, settings, found_by_rules, notes, silenced)
     kept, used = apply_suppressions(violations, source)
     if UnusedNoqa.code in codes:
         kept += UnusedNoqa.check("case.py", source, used, codes)

@@ -4,7 +4,11 @@ state during capture (issue #48)."""
 
 from __future__ import annotations
 
-from tests.helpers import REPO, lint
+import json
+
+from portlint.engine import lint_source
+from portlint.settings import Settings
+from tests.helpers import REPO, lint, run_cli, tree
 
 FIXTURE = (REPO / "tests" / "fixtures" / "capture_warmups.py").read_text()
 
@@ -13,14 +17,62 @@ def _port301() -> dict[int, tuple[str, str]]:
     return {v.line: (v.confidence, v.detail) for v in lint(FIXTURE, "PORT301")}
 
 
-def test_a_capture_of_code_without_a_matrix_multiply_is_likely_and_says_why():
-    found = _port301()
-    line = FIXTURE.splitlines().index("def no_matrix_multiply(w, x, out, g):") + 3
-    confidence, detail = found[line]
-    assert confidence == "likely"
-    assert "matrix multiply" in detail
-    with_matmul = FIXTURE.splitlines().index("def matrix_multiply(w, x, out, g):") + 3
-    assert found[with_matmul][0] == "certain"
+def test_a_capture_of_code_without_a_matrix_multiply_is_held_back_and_says_why():
+    silenced: list = []
+    settings = Settings(select=frozenset({"PORT301"}))
+    found = {
+        v.line: v.confidence
+        for v in lint_source("case.py", FIXTURE, settings, fix_edits=False, silenced=silenced)
+    }
+    lines = FIXTURE.splitlines()
+    without = lines.index("def no_matrix_multiply(w, x, out, g):") + 3
+    assert without not in found
+    (held,) = [s for s in silenced if s.violation.line == without]
+    assert (held.kind, held.line) == ("rule", without)
+    assert held.why.startswith("the captured code runs no matrix multiply")
+    assert found[lines.index("def matrix_multiply(w, x, out, g):") + 3] == "certain"
+
+
+CALLED = {
+    # Only allocations, arithmetic and a builtin: no matrix multiply.
+    "pkg/meta.py": "import torch\n\n\ndef build(n, device):\n"
+    "    starts = torch.arange(n, dtype=torch.int32, device=device) * 2\n"
+    "    return starts + max(n, 3)\n\n\ndef project(x, w):\n    return x @ w\n\n\n"
+    "class Norm(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.ln = torch.nn.LayerNorm(8)\n\n    def forward(self, x):\n"
+    "        return self.ln(x).float()\n",
+    "pkg/caps.py": "import torch\n\nfrom pkg.meta import Norm, build, project\n\n\n"
+    "def capture(n, g):\n    side = torch.cuda.Stream()\n    with torch.cuda.stream(side):\n"
+    "        build(n, 'cuda')\n    with torch.cuda.graph(g):\n        return build(n, 'cuda')\n\n\n"
+    "def capture_norm(x, g):\n    norm = Norm().cuda().eval()\n    side = torch.cuda.Stream()\n"
+    "    with torch.cuda.stream(side):\n        norm(x)\n    with torch.cuda.graph(g):\n"
+    "        return norm(x)\n\n\n"
+    "def capture_project(x, w, g):\n    side = torch.cuda.Stream()\n"
+    "    with torch.cuda.stream(side):\n        project(x, w)\n    with torch.cuda.graph(g):\n"
+    "        return project(x, w)\n",
+}
+
+
+def test_captured_code_is_followed_into_other_modules(tmp_path):
+    tree(tmp_path, {"pyproject.toml": "[tool.portlint]\n", "pkg/__init__.py": "", **CALLED})
+    result = run_cli(
+        "check", "pkg", "--select", "PORT301", "--show-silenced", "--output-format", "json",
+        "--no-cache", cwd=tmp_path,
+    )  # fmt: skip
+    found = {
+        (i["location"]["row"], i.get("silenced", {}).get("why")) for i in json.loads(result.stdout)
+    }
+    assert found == {
+        (10, "the captured code runs no matrix multiply (followed into `build` (pkg/meta.py:4)):"
+         " it makes no BLAS state"),
+        (19, "the captured code runs no matrix multiply (followed into `Norm.forward`"
+         " (pkg/meta.py:18)): it makes no BLAS state"),
+        (27, None),  # `project` runs `@`: reported
+    }  # fmt: skip
+    # `portlint check pkg/caps.py` reads its project too: the same answer.
+    alone = run_cli("check", "pkg/caps.py", "--select", "PORT301", "--output-format", "concise",
+                    "--no-cache", "-q", cwd=tmp_path)  # fmt: skip
+    assert [line.split(":")[1] for line in alone.stdout.splitlines()] == ["27"]
 
 
 def test_a_capture_after_a_capture_names_the_earlier_one_and_has_no_fix():

@@ -12,7 +12,7 @@ from functools import partial
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from portlint.analysis.blas import STREAM_METHODS
+from portlint.analysis.blas import STREAM_METHODS, VALUE_METHODS
 from portlint.analysis.capture import CaptureRegion, CaptureRegionProvider
 from portlint.analysis.device_scope import walk
 from portlint.analysis.names import (
@@ -148,11 +148,16 @@ class WarmupRule(Rule):
     def leave_If_orelse(self, node: cst.If) -> None:
         self.frame.arms.pop()
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if isinstance(node.value, cst.Call):
-            self.receivers.add(id(node.value))  # `get_x().method()`: a getter, not work
-
     def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Call)
+            and func.attr.value not in VALUE_METHODS
+        ):
+            # `get_x().method()`: a getter, not work. (`model(x).logits` and `model(x).float()`
+            # are the work of `model(x)`.)
+            self.receivers.add(id(func.value))
         region = self.get_metadata(CaptureRegionProvider, node, None)
         stream = self.frame.stream_contexts[-1] if self.frame.stream_contexts else None
         if region is not None and region.call is node:

@@ -35,6 +35,7 @@ The joins themselves are :mod:`portlint.index.joins` (least fixed points), on th
 
 from __future__ import annotations
 
+import ast
 import os
 from collections.abc import Iterator, MutableMapping
 from typing import Any
@@ -71,6 +72,9 @@ class Project(Joins):
         self.read_later: set[str] = set()  # paths whose facts the joins completed
         self.tests = "tests" in settings.platform_inferences
         self._conftests: dict[str, str] | None = None  # by folder (absolute), once asked for
+        self._trees: dict[str, ast.Module | None] = {}
+        self._texts: dict[str, str] = {}  # what an editor or a fix holds, where not the file's
+        self._units: dict[str, dict[str, ast.AST]] = {}
 
     # --- findings ---------------------------------------------------------------------------
     def _unit_of(self, violation: Violation) -> tuple[str, str] | None:
@@ -114,18 +118,45 @@ class Project(Joins):
         as only the few modules that new tensors are given to are, then kept with the facts."""
         facts = self.facts[path]
         if "functions" not in facts:
-            try:
-                tree = parse_ast(read_source(path))
-            except SourceError:
-                tree = None
+            tree = self.module_tree(path)
             facts["functions"] = functions_in(tree) if tree is not None else {}
             self.read_later.add(path)
         return facts["functions"]
 
-    def update(self, path: str, facts: dict[str, Any]) -> None:
-        """``path``'s facts as its text is now (a round of fixes moved its lines); the verdicts
-        on functions and modules stand."""
+    def module_tree(self, path: str) -> ast.Module | None:
+        """``path``'s ``ast``, read the first time a judgement asks (only the few modules that
+        findings lead to are), then kept for the run."""
+        if path not in self._trees:
+            try:
+                self._trees[path] = parse_ast(self._texts.get(path) or read_source(path))
+            except SourceError:
+                self._trees[path] = None
+        return self._trees[path]
+
+    def units(self, path: str) -> dict[str, ast.AST]:
+        """The functions and classes of ``path`` by qualified name (``f``, ``C``, ``C.m``)."""
+        if path not in self._units:
+            found: dict[str, ast.AST] = {}
+            tree = self.module_tree(path)
+            pending = [("", node) for node in (tree.body if tree is not None else [])]
+            while pending:
+                prefix, node = pending.pop()
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    found[prefix + node.name] = node
+                if isinstance(node, ast.ClassDef):
+                    pending.extend((f"{prefix}{node.name}.", child) for child in node.body)
+            self._units[path] = found
+        return self._units[path]
+
+    def update(self, path: str, facts: dict[str, Any], source: str | None = None) -> None:
+        """``path``'s facts as its text is now (a round of fixes moved its lines, an editor
+        holds it: ``source``, where it is not the file's); the verdicts on functions and
+        modules stand."""
         self.facts[path] = facts
+        self._units.pop(path, None)
+        self._trees.pop(path, None)
+        if source is not None:
+            self._texts[path] = source
 
     def confined_here(self, path: str, violation: Violation) -> Silenced | None:
         """Where ``violation`` is in a module whose every import in the project runs only on

@@ -19,7 +19,13 @@ from typing import Any, ClassVar
 
 from portlint.index.kernels import kernels_in
 from portlint.model import PlatformModel, module_model
-from portlint.platform import dotted, extension_build, names_other_device, top_level_imports
+from portlint.platform import (
+    dotted,
+    extension_build,
+    import_bindings,
+    names_other_device,
+    top_level_imports,
+)
 from portlint.settings import Settings
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -257,21 +263,17 @@ class _Reader(ast.NodeVisitor):
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             self._imported(alias.name, node)
-            if alias.asname:
-                self.bindings.setdefault(alias.asname, [alias.name, "", node.lineno])
-            else:
-                first = alias.name.split(".")[0]
-                self.bindings.setdefault(first, [first, "", node.lineno])
+        for local, source, attribute in import_bindings(node):
+            self.bindings.setdefault(local, [source, attribute, node.lineno])
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         base = "." * node.level + (node.module or "")
         self._imported(base, node)
         for alias in node.names:
-            if alias.name == "*":
-                continue
-            self._imported(f"{base}.{alias.name}" if node.module else base + alias.name, node)
-            local = alias.asname or alias.name
-            self.bindings.setdefault(local, [base, alias.name, node.lineno])
+            if alias.name != "*":
+                self._imported(f"{base}.{alias.name}" if node.module else base + alias.name, node)
+        for local, source, attribute in import_bindings(node):
+            self.bindings.setdefault(local, [source, attribute, node.lineno])
 
     def _imported(self, module: str, node: ast.stmt) -> None:
         """Every module an import statement may load (``from a import b``: ``a`` and ``a.b``, one

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from portlint.analysis.blas import may_multiply
 from portlint.analysis.capture import CaptureRegionProvider
 from portlint.analysis.names import (
     dotted_name,
@@ -13,17 +12,13 @@ from portlint.analysis.streams import StreamSource
 from portlint.analysis.warmups import CallSite, Capture, Frame, WarmupRule, exclusive
 from portlint.evidence import CAPTURE
 from portlint.findings import Fix
+from portlint.index.matmul import CAPTURE_NOTES
 from portlint.rule import Invalid, Rule
 
 # Why a capture on a stream the warm-up did not run on fails: the end of each finding's detail.
 WHY = (
     "Per-stream state made lazily (cuBLAS's workspace, hipBLASLt's handles) is then made during"
     " the capture: on ROCm the capture fails."
-)
-# Why a capture of code that runs no matrix multiply is only `likely` to fail.
-NO_BLAS = (
-    " Likely, not certain: the captured code runs no matrix multiply, and the per-stream state"
-    " made lazily is the BLAS handle's."
 )
 
 
@@ -53,19 +48,24 @@ class CaptureStreamNotWarmed(WarmupRule):
     iteration's either; with no warm-up before it, it is the case of no warm-up (not reported:
     its caller may warm up), as the first of two captures is.
 
-    A capture whose code is known to run no matrix multiply — every call in it is one of the
-    few listed in `portlint/analysis/blas.py` (convolutions, activations, elementwise
-    arithmetic, copies, allocations, stream calls) and it has no `@` — is reported `likely`,
-    not `certain`, and the message says why. Any other call (`model(x)`, `self.layer(x)`, a
-    project function) can run one.
+    A capture whose code runs no matrix multiply is not reported (`--show-silenced` shows it,
+    with what was followed). The captured code is followed into the project's own code: its
+    functions and classes, in any module; methods (`self.m(...)`); local functions; instances,
+    a name bound to `Cls(...)` (also `Cls(...).cuda().eval()`) or an attribute of `self` that
+    the class assigns one, whose `__call__` or `forward` runs; a `functools.partial` of a
+    function; up to six calls deep. It runs none where every call it reaches is one of the few
+    listed in `portlint/analysis/blas.py` (convolutions, normalisations, activations,
+    elementwise arithmetic, views, copies, allocations, stream calls, and torch.nn modules of
+    these) and it has no `@`. Any other call (a parameter called, another library's function
+    or module) can run one.
 
     ## Why is this bad?
     Libraries create per-stream state lazily: cuBLAS its workspace, hipBLASLt its handles. A
     warm-up on one stream and a capture on another creates that state during capture. On CUDA
     this allocates cuBLAS's 32 MiB workspace inside the graph's pool; on ROCm creating the
     hipBLASLt state during capture fails (vLLM #53399, Gemma4's `_setup_centroids_cuda_graphs`).
-    That state is the BLAS handle's: captured code without a matrix multiply creates none of it,
-    so its capture is only likely to fail (another library may still create state lazily).
+    That state is the BLAS handle's: captured code without a matrix multiply creates none of
+    it.
     An earlier capture of the same code does not create it outside the graph: the capture
     stream is only warmed by work that runs on it.
 
@@ -168,6 +168,20 @@ class CaptureStreamNotWarmed(WarmupRule):
         "import torch\ndef f(m, x, g1, g2):\n    s = torch.cuda.Stream()\n    with torch.cuda.stream(s):\n"
         "        m(x)\n    with torch.cuda.graph(g1, stream=s):\n        m(x)\n"
         "    with torch.cuda.graph(g2, stream=s):\n        m(x)\n",
+        # The captured code runs no matrix multiply (a convolution, an activation, arithmetic,
+        # a copy): it makes no BLAS state.
+        "import torch\nimport torch.nn.functional as F\ndef f(w, x, out, g):\n    F.conv2d(x, w)\n"
+        "    with torch.cuda.graph(g, stream=torch.cuda.current_stream()):\n"
+        "        out.copy_(torch.relu(F.conv2d(x, w)) * 2)\n",
+        # The same through the module's own function and a class's forward (a LayerNorm).
+        "import torch\ndef rotate(x):\n    return torch.cat((-x[..., 1:], x[..., :1]), -1) * 2\n"
+        "def f(x, g):\n    rotate(x)\n"
+        "    with torch.cuda.graph(g, stream=torch.cuda.current_stream()):\n        rotate(x)\n",
+        "import torch\nclass Norm(torch.nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.ln = torch.nn.LayerNorm(8)\n"
+        "    def forward(self, x):\n        return self.ln(x).float()\n"
+        "def f(x, g):\n    norm = Norm().cuda().eval()\n    norm(x)\n"
+        "    with torch.cuda.graph(g, stream=torch.cuda.current_stream()):\n        norm(x)\n",
     ]
     INVALID = [
         Invalid(
@@ -296,18 +310,32 @@ class CaptureStreamNotWarmed(WarmupRule):
             "    with torch.cuda.graph(g1, stream=s):\n        m(x)\n"
             "    with torch.cuda.graph(g2, stream=capture_stream):\n        m(x)\n",
         ),
-        # No matrix multiply in the captured code (a convolution, an activation, arithmetic, a
-        # copy): reported `likely`, with the reason.
+        # The warm-up's result is used (`model(x).logits`): `model(x)` is the work.
         Invalid(
-            "import torch\nimport torch.nn.functional as F\ndef f(w, x, out, g):\n    F.conv2d(x, w)\n"
-            "    with torch.cuda.graph(g, stream=torch.cuda.current_stream()):\n"
-            "        out.copy_(torch.relu(F.conv2d(x, w)) * 2)\n",
-            5,
+            "import torch\ndef f(model, x, g):\n    s = torch.cuda.Stream()\n"
+            "    with torch.cuda.stream(s):\n        y = model(x).logits\n"
+            "    with torch.cuda.graph(g):\n        y = model(x).float()\n",
+            6,
             10,
-            fixed="import torch\nimport torch.nn.functional as F\ndef f(w, x, out, g):\n"
-            "    capture_stream = torch.accelerator.current_stream()\n    F.conv2d(x, w)\n"
-            "    with torch.cuda.graph(g, stream=capture_stream):\n"
-            "        out.copy_(torch.relu(F.conv2d(x, w)) * 2)\n",
+        ),
+        # The project's function runs a matrix multiply: reported.
+        Invalid(
+            "import torch\ndef project(x, w):\n    return x.float() @ w\n"
+            "def f(x, w, g):\n    project(x, w)\n"
+            "    with torch.cuda.graph(g, stream=torch.cuda.current_stream()):\n"
+            "        project(x, w)\n",
+            6,
+            10,
+        ),
+        # An instance whose forward runs `nn.Linear`: reported.
+        Invalid(
+            "import torch\nclass Head(torch.nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.proj = torch.nn.Linear(8, 8)\n"
+            "    def forward(self, x):\n        return self.proj(x)\n"
+            "def f(x, g):\n    head = Head().cuda()\n    head(x)\n"
+            "    with torch.cuda.graph(g, stream=torch.cuda.current_stream()):\n        head(x)\n",
+            11,
+            10,
         ),
         # `@` is a matrix multiply: `certain`, as an unknown call (`m(x)`) is.
         Invalid(
@@ -351,12 +379,18 @@ class CaptureStreamNotWarmed(WarmupRule):
         confidence: str = "certain",
         fix: Fix | None = None,
     ) -> None:
-        """Report ``capture`` (``detail``: what happened, before :data:`WHY`): at most `likely`
-        where the captured code runs no matrix multiply."""
-        detail = f"{detail} {WHY}"
-        if not may_multiply(self, capture.region.body):
-            detail, confidence = detail + NO_BLAS, "likely"
-        self.report(capture.region.call, message, confidence=confidence, fix=fix, detail=detail)
+        """Report ``capture`` (``detail``: what happened, before :data:`WHY`), with a note of
+        the code it captures: the project index holds the finding back where that code runs no
+        matrix multiply (:mod:`portlint.index.matmul`)."""
+        call = capture.region.call
+        self.report(call, message, confidence=confidence, fix=fix, detail=f"{detail} {WHY}")
+        body = [
+            statement
+            for part in capture.region.body
+            for statement in (part.body if isinstance(part, cst.BaseSuite) else [part])
+        ]
+        if body:
+            self.context.notes.setdefault(CAPTURE_NOTES, []).append([call, body[0], body[-1]])
 
     def _check_recorded(self, frame: Frame, capture: Capture, recorded: CallSite) -> None:
         """A capture whose only earlier runs of its code are inside earlier captures: unwarmed.
