@@ -40,9 +40,8 @@ if TYPE_CHECKING:
     from portlint.editing import Lint
 
 # How long after a change the text is linted: long enough for the messages an editor has already
-# sent to be read (an editor sends one action, an auto-closed bracket, a multi-cursor edit or an
-# undo, as one change); changes that come while a lint runs are gathered anyway, into the one lint
-# after it. Every millisecond here is one the user waits for each diagnostic.
+# sent (one action, an auto-closed bracket, a multi-cursor edit, an undo: one change) to be read;
+# changes that come while a lint runs go into the one lint after it. The user waits this long.
 DEBOUNCE_S = 0.005
 SEVERITY = {"certain": ERROR, "likely": WARNING}
 SOURCE = "portlint"

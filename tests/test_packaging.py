@@ -77,3 +77,15 @@ def test_twine_check_passes(dist):
 def test_the_license_file_is_the_one_the_metadata_declares():
     text = (REPO / "LICENSE").read_text(encoding="utf-8")
     assert "Apache License" in text and "Version 2.0, January 2004" in text
+
+
+MAX_MODULE_LINES = 450  # the brief's bound: a module longer than this is split
+
+
+def test_no_module_of_the_package_is_over_its_bound():
+    long = {
+        str(path.relative_to(REPO)): lines
+        for path in (REPO / "portlint").rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}

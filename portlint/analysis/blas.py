@@ -70,9 +70,10 @@ VALUE_METHODS = frozenset({
 # those of Python's lists, dicts and strings.
 NON_BLAS_METHODS = VALUE_METHODS | STREAM_METHODS | {CAPTURE_END} | {
     "copy_", "fill_", "zero_", "add_", "sub_", "mul_", "div_", "clamp_", "masked_fill_",
-    "scatter_", "size", "dim", "numel", "item", "tolist", "cuda", "cpu", "eval", "train",
-    "append", "extend", "insert", "pop", "get", "setdefault", "items", "keys", "values",
-    "format", "join",
+    "scatter_", "size", "dim", "numel", "stride", "is_contiguous", "data_ptr", "element_size",
+    "new_empty", "new_zeros", "new_ones", "new_full", "item", "tolist", "cuda", "cpu", "eval",
+    "train", "append", "extend", "insert", "pop", "get", "setdefault", "items", "keys",
+    "values", "format", "join",
 }  # fmt: skip
 # `nn.Module` methods that return the module itself: `Cls(...).cuda().eval()` is a `Cls`.
 SELF_RETURNING_METHODS = frozenset(

@@ -148,10 +148,11 @@ def _scope_of(
 
 
 def _own_nodes(holder: ast.AST) -> list[ast.AST]:
-    """The nodes of ``holder``'s own code: not inside the functions, lambdas and classes it
-    defines (the definitions themselves are in it)."""
+    """The nodes of the body of ``holder`` (a function or the module): not its decorators and
+    defaults, which ran when it was defined, and not inside the functions, lambdas and classes
+    it defines (the definitions themselves are in it)."""
     found: list[ast.AST] = []
-    stack = list(ast.iter_child_nodes(holder))
+    stack: list[ast.AST] = list(getattr(holder, "body", []))
     while stack:
         node = stack.pop()
         found.append(node)
