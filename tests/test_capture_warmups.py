@@ -84,3 +84,15 @@ def test_a_capture_after_a_capture_names_the_earlier_one_and_has_no_fix():
         f"`model` ran earlier only inside the capture at line {start + 3};"
     )
     assert violation.fix is None
+
+
+def test_a_warm_up_on_a_stream_made_in_its_with_is_another_stream_and_has_no_fix():
+    lines = FIXTURE.splitlines()
+    capture = lines.index("def warmed_on_a_stream_made_in_its_with(func, x, env, g):") + 4
+    (violation,) = [v for v in lint(FIXTURE, "PORT301", fix_edits=True) if v.line == capture]
+    assert violation.message == (
+        f"captures on `env.stream`, which the warm-up at line {capture - 1} did not run on;"
+        " warm up on it"
+    )
+    assert "torch.cuda.Stream(device=env.device)" in violation.detail
+    assert violation.fix is None

@@ -196,10 +196,18 @@ class WarmupRule(Rule):
             call = item.item
             if isinstance(call, cst.Call) and qualified_names(self, call.func) & STREAM_CONTEXTS:
                 target = argument(call, "stream", 0)
-                contexts.append(dotted_name(target.value) if target else None)
+                contexts.append(self._context_key(target.value) if target else None)
             elif dotted_name(call) and made_by(self, call, partial(makes_stream, self)):
                 contexts.append(dotted_name(call))
         return contexts
+
+    def _context_key(self, stream: cst.BaseExpression) -> str | None:
+        """What names the stream of ``torch.cuda.stream(stream)``: its dotted name, or the code
+        of a call that makes a stream of its own there (`torch.cuda.Stream()`: unlike any other;
+        None for the ambient stream, and for what portlint cannot name)."""
+        if not isinstance(stream, cst.Call) or self._source(stream) is not StreamSource.OTHER:
+            return dotted_name(stream)
+        return self.module.code_for_node(stream)
 
     def visit_With_body(self, node: cst.With) -> None:
         self.frame.stream_contexts.extend(self._stream_context(node))
@@ -220,6 +228,9 @@ class WarmupRule(Rule):
         """Hoist the capture stream before the warm-up (and run the warm-up on it)."""
         call = capture.region.call
         contexts = {warmup.stream for warmup in warmups}
+        if any(context and "(" in context for context in contexts):
+            return None  # (under a stream made in its `with`: no name to capture on, and
+            # wrapping the warm-up would not move it off that stream)
         if stream is None and len(contexts) == 1 and None not in contexts:
             # The warm-up ran under one stream context: capture on that stream (PyTorch's
             # documented pattern); wrapping the warm-up again would not change its stream.
