@@ -96,3 +96,15 @@ def test_a_warm_up_on_a_stream_made_in_its_with_is_another_stream_and_has_no_fix
     )
     assert "torch.cuda.Stream(device=env.device)" in violation.detail
     assert violation.fix is None
+
+
+def test_a_warm_up_of_an_earlier_call_is_a_warm_up_that_cannot_be_moved():
+    lines = FIXTURE.splitlines()
+    start = lines.index("class Graphed:")
+    found = {
+        v.line: v for v in lint(FIXTURE, "PORT301", fix_edits=True) if start < v.line < start + 20
+    }
+    assert sorted(found) == [start + 4, start + 15]
+    assert found[start + 4].message.startswith("captures on PyTorch's side stream, not the")
+    assert found[start + 4].message.endswith(f"(line {start + 8}); pass a warmed `stream=`")
+    assert all(v.fix is None for v in found.values())

@@ -85,6 +85,10 @@ class Frame:
     captures: list[Capture] = field(default_factory=list)
     # The `if` arms around what is seen now: (the `if`, 0 for its body, 1 for its `else`/`elif`).
     arms: list[tuple[int, int]] = field(default_factory=list)
+    # The attributes of `self` the function assigns, and the `if`s whose test reads one: a
+    # counter of calls (`self.warmup_steps -= 1`), whose arms run on successive calls.
+    state: frozenset[str] = frozenset()
+    counters: set[int] = field(default_factory=set)
 
 
 class WarmupRule(Rule):
@@ -101,7 +105,16 @@ class WarmupRule(Rule):
         return self.frames[-1]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.frames.append(Frame())
+        targets = (
+            target
+            for n in walk(node.body)
+            if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign))
+            for target in (
+                [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            )
+        )
+        state = {name for name in map(dotted_name, targets) if name and name.startswith("self.")}
+        self.frames.append(Frame(state=frozenset(state)))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._check_frame(self.frames.pop())
@@ -138,6 +151,11 @@ class WarmupRule(Rule):
     # The arms of an `if`: what one runs, the other does not (no warm-up of each other).
     def visit_If_body(self, node: cst.If) -> None:
         self.frame.arms.append((id(node), 0))
+        if self.frame.state and any(
+            isinstance(n, cst.Attribute) and dotted_name(n) in self.frame.state
+            for n in walk(node.test)
+        ):
+            self.frame.counters.add(id(node))
 
     def leave_If_body(self, node: cst.If) -> None:
         self.frame.arms.pop()
@@ -330,6 +348,28 @@ class WarmupRule(Rule):
         raise NotImplementedError
 
 
+def earlier_runs(frame: Frame, capture: Capture, start: Position) -> list[CallSite]:
+    """Calls before the capture (which starts at ``start``), on a path that reaches it, to
+    something the capture calls: its warm-ups, and those recorded by an earlier capture; and
+    calls of an earlier call (another arm on a counter of calls)."""
+    captured = {c.callee for c in frame.calls if c.region is capture.region}
+    return [
+        c
+        for c in frame.calls
+        if c.callee in captured
+        and (
+            (c.exits <= capture.blocks and c.start < start and not exclusive(c.arms, capture.arms))
+            or (c.region is None and successive(frame, c.arms, capture.arms))
+        )
+    ]
+
+
 def exclusive(arms: frozenset[tuple[int, int]], others: frozenset[tuple[int, int]]) -> bool:
     """Whether two places are in different arms of one `if` (one never runs before the other)."""
     return any((branch, 1 - arm) in others for branch, arm in arms)
+
+
+def successive(frame: Frame, arms: frozenset, others: frozenset) -> bool:
+    """Whether two places are in different arms of an `if` on a counter of calls (`if
+    self.warmup_steps > 0:` ... `self.warmup_steps -= 1`): the first runs on earlier calls."""
+    return any((branch, 1 - arm) in others and branch in frame.counters for branch, arm in arms)

@@ -9,7 +9,14 @@ from portlint.analysis.names import (
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
 from portlint.analysis.streams import StreamSource
-from portlint.analysis.warmups import CallSite, Capture, Frame, WarmupRule, exclusive
+from portlint.analysis.warmups import (
+    CallSite,
+    Capture,
+    Frame,
+    WarmupRule,
+    earlier_runs,
+    successive,
+)
 from portlint.evidence import CAPTURE
 from portlint.findings import Fix
 from portlint.index.matmul import CAPTURE_NOTES
@@ -47,6 +54,11 @@ class CaptureStreamNotWarmed(WarmupRule):
     stream fetched or made in the function. A capture in a loop is not the warm-up of the next
     iteration's either; with no warm-up before it, it is the case of no warm-up (not reported:
     its caller may warm up), as the first of two captures is.
+
+    A call in the other arm of an `if` that tests what the function itself counts on `self`
+    (`if self.warmup_steps <= 0:` capture, `else:` `self.warmup_steps -= 1` and run) ran on
+    earlier calls: it is the capture's warm-up, wherever it is in the source (no fix: a stream
+    made in one call is gone in the next). Arms of any other test never run before each other.
 
     A capture whose code runs no matrix multiply is not reported (`--show-silenced` shows it,
     with what was followed). The captured code is followed into the project's own code: its
@@ -319,23 +331,9 @@ class CaptureStreamNotWarmed(WarmupRule):
         ),
     ]
 
-    def _earlier_runs(self, frame: Frame, capture: Capture) -> list[CallSite]:
-        """Calls before the capture, on a path that reaches it, to something the capture calls:
-        its warm-ups, and those recorded by an earlier capture."""
-        captured = {c.callee for c in frame.calls if c.region is capture.region}
-        start = self._start(capture.region.call)
-        return [
-            c
-            for c in frame.calls
-            if c.callee in captured
-            and c.exits <= capture.blocks
-            and c.start < start
-            and not exclusive(c.arms, capture.arms)
-        ]
-
     def _check_frame(self, frame: Frame) -> None:
         for capture in frame.captures:
-            earlier = self._earlier_runs(frame, capture)
+            earlier = earlier_runs(frame, capture, self._start(capture.region.call))
             # A capture records the work in it and runs none: it warms nothing up.
             warmups = [c for c in earlier if c.region is None]
             if warmups:
@@ -384,6 +382,8 @@ class CaptureStreamNotWarmed(WarmupRule):
 
     def _check_capture(self, frame: Frame, capture: Capture, warmups: list[CallSite]) -> None:
         line = warmups[0].start[0]
+        # A warm-up of an earlier call (another arm on a counter) cannot be moved onto the stream.
+        moved = not any(successive(frame, w.arms, capture.arms) for w in warmups)
         if capture.region.kind == "capture_begin":
             other = next((w for w in warmups if w.stream != capture.stream), None)
             if other is not None:
@@ -402,7 +402,7 @@ class CaptureStreamNotWarmed(WarmupRule):
                 f"captures on PyTorch's side stream, not the warm-up's (line {line}); pass a warmed `stream=`",
                 "Without `stream=`, PyTorch captures on a private side stream of its own. Fetch the capture stream once before the warm-up, warm up on it and pass it as `stream=`.",
                 "likely",
-                self._fix(capture, warmups, None),
+                self._fix(capture, warmups, None) if moved else None,
             )
             return
         if isinstance(stream, cst.Call):
@@ -411,7 +411,7 @@ class CaptureStreamNotWarmed(WarmupRule):
                     capture,
                     f"capture stream is fetched after the warm-up at line {line}; fetch it before, warm up on it",
                     "It is fetched at the capture site. Fetch it once before the warm-up, warm up on it and pass it here.",
-                    fix=self._fix(capture, warmups, stream),
+                    fix=self._fix(capture, warmups, stream) if moved else None,
                 )
             return
         key = dotted_name(stream)
