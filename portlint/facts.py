@@ -94,7 +94,7 @@ MESSAGE_PREFIXES = ("print_", "log_rank", "log_dist", "warn_")
 # project may depend on unconditionally (nerfacc, gsplat, cpm_kernels: nerfstudio imports nerfacc
 # in the sampler module every model imports); an import of one says nothing of the module.
 CUDA_ONLY_LIBRARIES: dict[str, str] = {
-    # NVIDIA
+    # NVIDIA (not `nvtx`: NVIDIA's NVTX bindings import, and run as no-ops, where no CUDA is)
     "flashinfer": "FlashInfer", "cutlass": "CUTLASS / the CuTe DSL", "cuda.bindings": "cuda-python",
     "cuda.cudart": "cuda-python", "cuda.cuda": "cuda-python", "cuda.nvrtc": "cuda-python",
     "cuda.core": "cuda-python", "cupy": "CuPy", "cupyx": "CuPy", "pycuda": "PyCUDA",
@@ -102,7 +102,7 @@ CUDA_ONLY_LIBRARIES: dict[str, str] = {
     "torch_tensorrt": "Torch-TensorRT", "apex": "NVIDIA Apex",
     "transformer_engine": "Transformer Engine", "deep_gemm": "DeepGEMM", "deep_ep": "DeepEP",
     "flash_mla": "FlashMLA", "nvshmem": "NVSHMEM", "quack": "QuACK (CuTe DSL kernels)",
-    "flash_attn_interface": "FlashAttention 3", "cudnn": "cuDNN frontend", "nvtx": "NVTX",
+    "flash_attn_interface": "FlashAttention 3", "cudnn": "cuDNN frontend",
     "numba.cuda": "Numba CUDA", "triton.language.extra.cuda": "Triton's CUDA extras",
     "smdistributed": "SageMaker distributed (model and data parallel)",
     "nvdiffrast": "nvdiffrast", "tinycudann": "tiny-cuda-nn", "kvikio": "KvikIO (GPUDirect Storage)",

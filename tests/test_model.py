@@ -335,6 +335,8 @@ def test_flow_shapes(source, kind):
         # a default, not a platform's declaration
         f"@dataclass\nclass Args(Base):\n    device_type: str = 'cuda'\n\n    def run(self):\n        {PROBE}\n",
         f"class Args:\n    device_type = 'cuda'\n\n    def run(self):\n        {PROBE}\n",
+        # NVIDIA's NVTX bindings import (and run, as no-ops) where there is no CUDA
+        f"try:\n    import nvtx\nexcept ImportError:\n    pass\nelse:\n    {PROBE}\n",
     ],
 )
 def test_what_does_not_confine(source):
