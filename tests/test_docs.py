@@ -118,3 +118,12 @@ def test_the_readme_set_up_is_what_ci_runs():
     second = 'pip install torch==2.13.0 && pip install -e ".[test]" && python -m pytest -q'
     assert first in readme and second in readme
     assert "pip install .\n" in ci and "portlint check tests/seeds" in ci and second in ci
+
+
+def test_the_library_table_in_the_manual_is_the_one_portlint_uses():
+    from portlint.facts import CUDA_ONLY_LIBRARIES
+
+    text = (REPO / "docs" / "platform.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith(("| NVIDIA", "| AMD", "| both"))]
+    listed = {name for row in rows for name in re.findall(r"`([\w.]+)`", row)}
+    assert listed == set(CUDA_ONLY_LIBRARIES)
