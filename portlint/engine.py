@@ -106,5 +106,5 @@ def judged_alone(
         return found
     alone = {**facts_of(tree, source, path, frozenset(), settings), "notes": notes}
     project = Project({path: alone}, settings)
-    project.update(path, alone, source)
+    project.update(path, alone, source, tree)
     return sorted(judged_by_project(project, found, silenced))

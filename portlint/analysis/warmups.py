@@ -85,10 +85,26 @@ class Frame:
     captures: list[Capture] = field(default_factory=list)
     # The `if` arms around what is seen now: (the `if`, 0 for its body, 1 for its `else`/`elif`).
     arms: list[tuple[int, int]] = field(default_factory=list)
-    # The attributes of `self` the function assigns, and the `if`s whose test reads one: a
-    # counter of calls (`self.warmup_steps -= 1`), whose arms run on successive calls.
-    state: frozenset[str] = frozenset()
+    # The function (None: the module); the attributes of `self` it assigns, read the first time
+    # an `if` tests one; and the `if`s whose test reads one: a counter of calls
+    # (`self.warmup_steps -= 1`), whose arms run on successive calls.
+    function: cst.FunctionDef | None = None
+    state: frozenset[str] | None = None
     counters: set[int] = field(default_factory=set)
+
+    def assigns(self, name: str) -> bool:
+        """Whether the function assigns ``name`` (an attribute of ``self``)."""
+        if self.state is None:
+            targets = (
+                target
+                for n in (walk(self.function.body) if self.function is not None else ())
+                if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign))
+                for target in (
+                    [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+                )
+            )
+            self.state = frozenset(filter(None, map(dotted_name, targets)))
+        return name in self.state
 
 
 class WarmupRule(Rule):
@@ -105,16 +121,7 @@ class WarmupRule(Rule):
         return self.frames[-1]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        targets = (
-            target
-            for n in walk(node.body)
-            if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign))
-            for target in (
-                [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
-            )
-        )
-        state = {name for name in map(dotted_name, targets) if name and name.startswith("self.")}
-        self.frames.append(Frame(state=frozenset(state)))
+        self.frames.append(Frame(function=node))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._check_frame(self.frames.pop())
@@ -151,10 +158,8 @@ class WarmupRule(Rule):
     # The arms of an `if`: what one runs, the other does not (no warm-up of each other).
     def visit_If_body(self, node: cst.If) -> None:
         self.frame.arms.append((id(node), 0))
-        if self.frame.state and any(
-            isinstance(n, cst.Attribute) and dotted_name(n) in self.frame.state
-            for n in walk(node.test)
-        ):
+        read = (dotted_name(n) for n in walk(node.test) if isinstance(n, cst.Attribute))
+        if any(name and name.startswith("self.") and self.frame.assigns(name) for name in read):
             self.frame.counters.add(id(node))
 
     def leave_If_body(self, node: cst.If) -> None:

@@ -148,15 +148,23 @@ class Project(Joins):
             self._units[path] = found
         return self._units[path]
 
-    def update(self, path: str, facts: dict[str, Any], source: str | None = None) -> None:
+    def update(
+        self,
+        path: str,
+        facts: dict[str, Any],
+        source: str | None = None,
+        tree: ast.Module | None = None,
+    ) -> None:
         """``path``'s facts as its text is now (a round of fixes moved its lines, an editor
-        holds it: ``source``, where it is not the file's); the verdicts on functions and
-        modules stand."""
+        holds it: ``source``, where it is not the file's, and its ``tree`` where the caller has
+        it); the verdicts on functions and modules stand."""
         self.facts[path] = facts
         self._units.pop(path, None)
         self._trees.pop(path, None)
         if source is not None:
             self._texts[path] = source
+        if tree is not None:
+            self._trees[path] = tree
 
     def confined_here(self, path: str, violation: Violation) -> Silenced | None:
         """Where ``violation`` is in a module whose every import in the project runs only on
