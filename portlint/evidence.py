@@ -107,6 +107,7 @@ INT64_ORIGIN = Evidence(
 )
 # A subscript called: `kernel[grid](...)`, the launch of a Triton kernel.
 LAUNCH = Evidence((r"\](?:[\s\\]|#[^\r\n]*[\r\n])*\(",))
-# `torch.cuda.graph(...)` (a capture; a bare `graph(...)` after `from torch.cuda import graph`) or
-# `g.capture_begin()`.
-CAPTURE = Evidence((r"\.graph[\s\\)]*\(", facts.CAPTURE_BEGIN), words=("graph",))
+# `torch.cuda.graph(...)` (a capture; a bare `graph(...)` after `from torch.cuda import graph`), a
+# call of the module's own context manager around it (`graph_context(g)`: one with `graph` in its
+# name; `portlint.analysis.capture`) or `g.capture_begin()`.
+CAPTURE = Evidence((r"graph\w*[\s\\)]*\(", facts.CAPTURE_BEGIN), words=("graph",))

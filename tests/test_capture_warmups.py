@@ -108,3 +108,21 @@ def test_a_warm_up_of_an_earlier_call_is_a_warm_up_that_cannot_be_moved():
     assert found[start + 4].message.startswith("captures on PyTorch's side stream, not the")
     assert found[start + 4].message.endswith(f"(line {start + 8}); pass a warmed `stream=`")
     assert all(v.fix is None for v in found.values())
+
+
+def test_a_warm_up_through_a_function_of_the_module_and_a_capture_through_its_wrapper():
+    lines = FIXTURE.splitlines()
+    found = {v.line: v for v in lint(FIXTURE, "PORT301", fix_edits=True)}
+    helper = lines.index("def warmed_through_a_helper(callables, x, graphs):") + 1
+    backward = lines.index("def backward_warmed_through_a_helper(outputs, grads, graph):") + 1
+    assert found[helper + 8].message == (
+        f"captures on PyTorch's side stream, not the warm-up's (line {helper + 6});"
+        " pass a warmed `stream=`"
+    )
+    assert found[backward + 6].message.endswith(f"(line {backward + 5}); pass a warmed `stream=`")
+    # (The warm-ups ran on streams made in their `with`: no name to capture on, so no fix.)
+    assert found[helper + 8].fix is None and found[backward + 6].fix is None
+    # Not reported: the function that keeps the callable, the one with a model of its own, the
+    # context manager with arguments of its own (the rest of the fixture).
+    kept = lines.index("def handed_to_a_function_that_keeps_it(callables, x, graphs, registry):")
+    assert not [line for line in found if line > kept]

@@ -4,6 +4,11 @@ Three shapes: the body of ``with torch.cuda.graph(...)`` (alone or among other i
 a block after ``stack.enter_context(torch.cuda.graph(...))``; and the statements between
 ``g.capture_begin()`` and ``g.capture_end()`` in one block. ``CaptureRegionProvider`` marks each
 capture call, and every call and ``with`` statement inside a region, with that region.
+
+A module's own context manager that hands its arguments to ``torch.cuda.graph`` and yields inside
+it (``@contextmanager def graph_context(*args, **kwargs): with torch.cuda.graph(*args, **kwargs):
+yield``; Transformer Engine's ``_graph_context_wrapper``) is ``torch.cuda.graph`` where the module
+calls it: its arguments, ``stream=`` among them, are the capture's.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from libcst.metadata import BatchableMetadataProvider
 from portlint.analysis.names import argument, dotted_name, method_name, qualified_names
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
-from portlint.analysis.walk import children
+from portlint.analysis.walk import children, walk
 from portlint.facts import CAPTURE_BEGIN, CAPTURE_CONTEXTS, CAPTURE_END
+
+_CONTEXT_MANAGERS = frozenset({"contextlib.contextmanager"})
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,10 +53,43 @@ class CaptureRegionProvider(BatchableMetadataProvider[CaptureRegion]):
         self.closing: dict[
             int, list[CaptureRegion]
         ] = {}  # regions that end with a block or statement
+        self.wrappers: frozenset[str] = frozenset()  # the module's context managers of a capture
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.wrappers = frozenset(
+            f.name.value for f in walk(node) if isinstance(f, cst.FunctionDef) and self._wraps(f)
+        )
 
     def _is_capture(self, node: cst.BaseExpression | None) -> TypeGuard[cst.Call]:
-        return isinstance(node, cst.Call) and bool(
-            qualified_names(self, node.func) & CAPTURE_CONTEXTS
+        return isinstance(node, cst.Call) and (
+            bool(qualified_names(self, node.func) & CAPTURE_CONTEXTS)
+            or (isinstance(node.func, cst.Name) and node.func.value in self.wrappers)
+        )
+
+    def _wraps(self, function: cst.FunctionDef) -> bool:
+        """Whether ``function`` is a context manager that gives all its arguments to
+        ``torch.cuda.graph`` and yields inside the capture."""
+        params = function.params
+        star, double = params.star_arg, params.star_kwarg
+        if not (
+            isinstance(star, cst.Param)
+            and double is not None
+            and any(
+                qualified_names(self, d.decorator) & _CONTEXT_MANAGERS for d in function.decorators
+            )
+        ):
+            return False
+        forwarded = [f"*{star.name.value}", f"**{double.name.value}"]
+        return any(
+            isinstance(n, cst.With)
+            and any(
+                isinstance(item.item, cst.Call)
+                and qualified_names(self, item.item.func) & CAPTURE_CONTEXTS
+                and [f"{a.star}{dotted_name(a.value)}" for a in item.item.args] == forwarded
+                for item in n.items
+            )
+            and any(isinstance(y, cst.Yield) for y in walk(n.body))
+            for n in walk(function.body)
         )
 
     def _open(self, region: CaptureRegion, closes_with: cst.CSTNode) -> None:

@@ -13,7 +13,6 @@ parameter's ``.device`` is only suggested, never used by a fix: the tensor may b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
@@ -46,16 +45,6 @@ class ScopeDevice:
     def as_device(self) -> str:
         """The expression as a `torch.device`."""
         return self.expression if self.is_device else f"torch.device({self.expression})"
-
-
-def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """``node`` and every node below it but trivia, parents first, in the order of the source
-    (without recursion: nested generators would pass each node up through every level)."""
-    stack = [node]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(list(children(node))))
 
 
 def default_device(rule) -> ScopeDevice:

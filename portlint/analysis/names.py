@@ -16,6 +16,7 @@ from libcst import MetadataDependent
 from libcst.metadata import QualifiedName, QualifiedNameSource
 
 from portlint.analysis.scopes import NameProvider
+from portlint.analysis.walk import walk
 
 CUDA_DEVICE_STRING = re.compile(r"cuda(:\d+)?")
 # The strings a CUDA device's name is built from with its index: `"cuda:" + str(i)`,
@@ -145,3 +146,26 @@ def is_none(node: cst.BaseExpression) -> bool:
 def code_of(node: cst.CSTNode) -> str:
     """The code of ``node`` on one line (its whitespace runs made single spaces)."""
     return " ".join(_CODE.code_for_node(node).split())
+
+
+def bound_in(function: cst.FunctionDef) -> frozenset[str]:
+    """The names ``function`` binds itself: its parameters, and what it assigns, loops over,
+    takes ``as``, imports or defines (a name it does not bind is its caller's or the module's)."""
+    params = function.params
+    bound = {p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]}
+    bound.update(
+        p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)
+    )
+    for n in walk(function.body):
+        targets: list[cst.CSTNode] = []
+        if isinstance(n, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor)):
+            targets = [n.target]
+        elif isinstance(n, (cst.AsName, cst.NamedExpr)):
+            targets = [n.name if isinstance(n, cst.AsName) else n.target]
+        elif isinstance(n, (cst.FunctionDef, cst.ClassDef)):
+            bound.add(n.name.value)
+        elif isinstance(n, cst.ImportAlias) and n.asname is None:
+            bound.add((dotted_name(n.name) or "").split(".")[0])
+        for target in targets:
+            bound.update(t.value for t in walk(target) if isinstance(t, cst.Name))
+    return frozenset(bound)

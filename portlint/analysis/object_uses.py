@@ -15,9 +15,9 @@ from typing import Any
 
 import libcst as cst
 
-from portlint.analysis.device_scope import walk
 from portlint.analysis.names import dotted_name, method_name, qualified_names
 from portlint.analysis.parents import parent_of
+from portlint.analysis.walk import walk
 from portlint.facts import CAPTURE_CONTEXTS, SET_STREAM_FUNCTIONS, STREAM_CONTEXTS
 
 # Stream and event methods that take a stream or an event, and the torch APIs that take a stream.

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from portlint.analysis.device_scope import walk
 from portlint.analysis.parameter_reads import reads_value
+from portlint.analysis.walk import walk
 from portlint.calls import RECEIVERS
 
 

@@ -149,6 +149,16 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 _CLASS_PLANS: dict[tuple[type, ...], dict[type, tuple]] = {}
 
 
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and every node below it but trivia, parents first, in the order of the source
+    (without recursion: nested generators would pass each node up through every level)."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(list(children(node))))
+
+
 def _real(method: object) -> typing.TypeGuard[Callable]:
     """A method that does something: not absent, and not one of the no-op methods LibCST's
     visitor classes define for every node type."""

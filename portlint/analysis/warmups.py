@@ -14,14 +14,15 @@ from libcst.metadata import CodeRange
 
 from portlint.analysis.blas import STREAM_METHODS, VALUE_METHODS
 from portlint.analysis.capture import CaptureRegion, CaptureRegionProvider
-from portlint.analysis.device_scope import walk
 from portlint.analysis.names import (
     LEAVES_FUNCTION,
     argument,
     block_ends_in,
+    bound_in,
     dotted_name,
     imported_names,
     is_builtin,
+    keyword,
     method_name,
     qualified_names,
 )
@@ -29,6 +30,7 @@ from portlint.analysis.object_uses import made_by
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.positions import PositionProvider
 from portlint.analysis.streams import StreamSource, makes_stream, stream_source
+from portlint.analysis.walk import walk
 from portlint.cuda_api import BY_NAME
 from portlint.facts import NOT_WARMUPS, STREAM_CONTEXTS
 from portlint.findings import UNSAFE
@@ -115,6 +117,7 @@ class WarmupRule(Rule):
         super().__init__(context)
         self.frames: list[Frame] = [Frame()]
         self.receivers: set[int] = set()
+        self._functions: dict[str, list[cst.FunctionDef]] | None = None  # (by name)
 
     @property
     def frame(self) -> Frame:
@@ -188,19 +191,67 @@ class WarmupRule(Rule):
             self.frame.captures.append(Capture(region, blocks, stream, frozenset(self.frame.arms)))
             return
         callee = dotted_name(node.func)
-        if (
-            callee
-            and id(node) not in self.receivers
-            and not qualified_names(self, node.func) & NOT_WARMUPS
-            and not is_builtin(self, node.func)  # (`range(n)`, `len(x)`: no device work)
-            and self._source(node) is None  # fetching or making a stream runs no kernel
-            and method_name(node) not in STREAM_METHODS
-        ):
+        if callee and self._is_work(node):
             exits = frozenset(block for block, exits in self.frame.blocks if exits)
             # The ignore: LibCST types all metadata as object.
             positions: Mapping[cst.CSTNode, CodeRange] = self.metadata[PositionProvider]  # type: ignore[assignment]
             arms = frozenset(self.frame.arms)
-            self.frame.calls.append(CallSite(node, positions, callee, stream, exits, region, arms))
+            for name in [callee, *self._handed_on(node)]:
+                self.frame.calls.append(
+                    CallSite(node, positions, name, stream, exits, region, arms)
+                )
+
+    def _is_work(self, node: cst.Call) -> bool:
+        """Whether a call can run device work: not a getter's receiver, an allocation, a
+        builtin, a synchronisation, nor what fetches or makes a stream."""
+        return (
+            id(node) not in self.receivers
+            and not qualified_names(self, node.func) & NOT_WARMUPS
+            and not is_builtin(self, node.func)  # (`range(n)`, `len(x)`: no device work)
+            and self._source(node) is None  # fetching or making a stream runs no kernel
+            and method_name(node) not in STREAM_METHODS
+        )
+
+    def _handed_on(self, node: cst.Call) -> list[str]:
+        """What a call of one of the module's functions (not a method) runs through it, as the
+        caller names it: the arguments given to the parameters it calls (``run_warmup(i,
+        func)``, where ``run_warmup`` calls ``func(...)``, runs ``func``; Transformer Engine's
+        ``_run_warmup_forward``), and the calls it makes of names it does not bind itself (a
+        module's import, a name of the function around it: ``torch.autograd.backward``)."""
+        if not isinstance(node.func, cst.Name):
+            return []
+        if self._functions is None:
+            nodes = list(walk(self.module))
+            methods = {id(f) for c in nodes if isinstance(c, cst.ClassDef) for f in c.body.body}
+            self._functions = {}
+            for function in nodes:
+                if isinstance(function, cst.FunctionDef) and id(function) not in methods:
+                    self._functions.setdefault(function.name.value, []).append(function)
+        functions = self._functions.get(node.func.value, [])
+        if len(functions) != 1:
+            return []  # (none, or several of one name: which one runs is not known here)
+        (function,) = functions
+        params = function.params
+        places = {p.name.value: i for i, p in enumerate([*params.posonly_params, *params.params])}
+        places.update((p.name.value, -1) for p in params.kwonly_params)
+        bound = bound_in(function)
+        names = []
+        for call in walk(function.body):
+            if not isinstance(call, cst.Call) or not self._is_work(call):
+                continue
+            callee = dotted_name(call.func)
+            if callee is None:
+                continue
+            root = callee.split(".")[0]
+            if root in places:
+                position = places[root]
+                given = keyword(node, root) if position < 0 else argument(node, root, position)
+                value = dotted_name(given.value) if given is not None and not given.star else None
+                if value is not None:
+                    names.append(value + callee[len(root) :])  # (`func.forward` as given)
+            elif root not in bound:
+                names.append(callee)
+        return names
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:

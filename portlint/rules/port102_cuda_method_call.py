@@ -1,9 +1,10 @@
 import libcst as cst
 
-from portlint.analysis.device_scope import fix_device, message_device, walk
+from portlint.analysis.device_scope import fix_device, message_device
 from portlint.analysis.names import argument, dotted_name, method_name, qualified_names
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
+from portlint.analysis.walk import walk
 from portlint.findings import UNSAFE, Fix
 from portlint.fix import Rewrite
 from portlint.rule import Invalid, Rule

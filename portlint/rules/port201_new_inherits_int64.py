@@ -2,7 +2,6 @@ import re
 
 import libcst as cst
 
-from portlint.analysis.device_scope import walk
 from portlint.analysis.dtypes import Int64Origin, Int64Provider
 from portlint.analysis.names import (
     dotted_name,
@@ -13,6 +12,7 @@ from portlint.analysis.names import (
 )
 from portlint.analysis.parents import ParentProvider
 from portlint.analysis.scopes import NameProvider
+from portlint.analysis.walk import walk
 from portlint.evidence import INT64_ORIGIN, NEW_TENSOR_CALL
 from portlint.facts import INT32_DTYPES, NEW_METHODS
 from portlint.findings import UNSAFE

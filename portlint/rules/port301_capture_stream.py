@@ -43,7 +43,10 @@ class CaptureStreamNotWarmed(WarmupRule):
       (`torch.cuda.Stream()`) or was fetched only after the warm-up;
     - `g.capture_begin()` runs under another `torch.cuda.stream(...)` than the warm-up did.
     Functions named `current_stream` and those listed in `stream-functions` count as fetching
-    the ambient stream.
+    the ambient stream. The module's `@contextmanager` with `graph` in its name that gives its
+    `*args, **kwargs` to `torch.cuda.graph` and yields inside it captures as that does. A call
+    of a function of the module (not a method) runs what it calls: the callables it is given and
+    calls (`run_warmup(i, func)` runs `func`), and names it does not bind (`torch.autograd.backward`).
 
     Neither a call of one of Python's builtins (`range(n)`, `len(x)`), nor a getter, an
     allocation or a synchronisation, is a warm-up: none runs the captured work.
