@@ -194,8 +194,10 @@ def model_page_text() -> str:
         "(off CUDA: `UnboundLocalError`), and where "
         "what it decides would run on any device (`if x.is_cuda: x.record_stream(s)`): other "
         "accelerators skip it; so is a requirement (`assert x.is_cuda`, `if not ...: raise`) "
-        "in front of a launch of the module's Triton kernel, which Intel's and AMD's GPUs run "
-        "too.",
+        "in front of a launch of the module's Triton kernel (`kernel[grid](...)`, through an "
+        "alias `_kernel = kernel` or a function of the module that launches one), which "
+        "Intel's and AMD's GPUs run too, unless it also tells NVIDIA's build from AMD's "
+        "(`torch.version.hip is None`: NVIDIA-only on purpose).",
         "",
         "| kind | form | only on CUDA | not only on CUDA |",
         "| --- | --- | --- | --- |",

@@ -472,6 +472,11 @@ def test_a_name_only_the_cuda_arm_binds_read_after_it(source, silent):
         "@triton.jit\ndef _k(x_ptr):\n    pass\n\ndef f(x):\n    assert x.is_cuda\n    _k[(1,)](x)\n",
         "@triton.jit\ndef _k(x_ptr):\n    pass\n\ndef can(x):\n    return x.is_cuda and x.dim() == 4\n\n"
         "def f(x):\n    if not can(x):\n        raise ValueError('CUDA')\n    _k[(1,)](x)\n",
+        # ... launched through an alias of the kernel, or a function of the module that launches it
+        "@triton.jit\ndef k(x_ptr):\n    pass\n\n_k = k\n\ndef f(x):\n    assert x.is_cuda\n    _k[(1,)](x)\n",
+        "@triton.jit\ndef _k(x_ptr):\n    pass\n\ndef _launch(x):\n    _k[(1,)](x)\n\n"
+        "def _run(x):\n    _launch(x)\n\ndef f(x):\n    if not x.is_cuda:\n        raise ValueError\n"
+        "    _run(x)\n",
         # a body that does not leave: the rest of the block is no other path
         "def f(x):\n    if x.is_cuda:\n        x = fused(x)\n    return finish(x)\n",
     ],
@@ -532,6 +537,10 @@ def test_a_check_that_skips_portable_code_is_the_finding(source):
         # one vendor's code: the test tells NVIDIA's build from AMD's
         "def f():\n    if torch.cuda.is_available() and torch.version.hip is None:\n"
         "        x = 1\n",
+        # ... also where it is a requirement before a Triton kernel: NVIDIA-only on purpose
+        "@triton.jit\ndef _k(x_ptr):\n    pass\n\ndef f(x):\n"
+        "    if not x.is_cuda or torch.version.hip is not None:\n        raise ValueError\n"
+        "    _k[(1,)](x)\n",
     ],
 )
 def test_a_check_with_another_way_elsewhere_is_no_finding(source):

@@ -28,6 +28,7 @@ from portlint.model.conditions import (
     origins_of,
     resolver,
 )
+from portlint.model.devices import launches
 from portlint.model.flow import Flow
 from portlint.model.places import END, FUNCTIONS, Check, Region, Summaries, statements_in
 from portlint.model.recognisers import Recognisers
@@ -81,9 +82,9 @@ class ModuleText:
         # What a use is recorded of (:attr:`Summaries.uses`): the module's functions and methods
         # (``f``, ``A.m``), whose every use may be confined.
         self.functions = frozenset(functions)
-        self.kernels = frozenset(  # (Triton's)
-            node.name for node in tree.body if isinstance(node, ast.FunctionDef) and is_kernel(node)
-        )
+        # The names that launch one of the module's Triton kernels when called (`kernel[grid]`,
+        # an alias `_kernel = kernel`), and the module's functions that launch one, at any depth.
+        self.kernels = _launchers(tree)
         self.resolve = resolver(bindings_of(imports))
         self.origins = origins_of(tree)
         self.guard_functions = frozenset(guard_functions)
@@ -104,6 +105,32 @@ class ModuleText:
                 + [_chars(self.lines[end - 1], 0, stop).strip()]
             )
         return text if len(text) <= MAX_QUOTED else text[: MAX_QUOTED - 3].rstrip() + " ..."
+
+
+def _launchers(tree: ast.Module) -> frozenset[str]:
+    """The module's Triton kernels and their aliases, and the functions of the module that
+    launch one of them (``kernel[grid](...)``) or call a function that does."""
+    kernels = {
+        node.name for node in tree.body if isinstance(node, ast.FunctionDef) and is_kernel(node)
+    }
+    kernels.update(
+        node.targets[0].id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in kernels
+    )
+    if not kernels:
+        return frozenset()
+    functions = [node for node in tree.body if isinstance(node, FUNCTIONS)]
+    launching = set(kernels)
+    while True:
+        more = {f.name for f in functions if f.name not in launching and launches([f], launching)}
+        if not more:
+            return frozenset(launching)
+        launching |= more
 
 
 class _Regions:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 
 from portlint.facts import APPLE_DEVICES, MESSAGE_METHODS, MESSAGE_PREFIXES, OTHER_DEVICES
 from portlint.model.places import walk
@@ -169,13 +169,16 @@ def does_otherwise(nodes: list[ast.AST]) -> bool:
     return names_another_device(nodes)
 
 
-def launches(nodes: Sequence[ast.AST], kernels: frozenset[str]) -> bool:
-    """Whether code launches one of the module's Triton ``kernels`` (``kernel[grid](...)``)."""
+def launches(nodes: Sequence[ast.AST], kernels: Set[str]) -> bool:
+    """Whether code launches one of the module's Triton ``kernels`` (``kernel[grid](...)``), or
+    calls one of its functions that does (named among ``kernels`` too)."""
     return any(
         isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Subscript)
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id in kernels
+        and isinstance(
+            callee := node.func.value if isinstance(node.func, ast.Subscript) else node.func,
+            ast.Name,
+        )
+        and callee.id in kernels
         for root in nodes
         for node in walk(root)
     )

@@ -140,10 +140,9 @@ class Flow(Names, Expressions):
         decided = meaning.if_true or meaning.if_false
         assert decided is not None
         # (the line of the evidence that the code it decides has: what `needed` holds)
-        otherwise = (  # (a dispatch: not the CPU; or one vendor's code)
-            does_otherwise(other_arm) or self.beside or self.conditions.tells_vendors_apart(test)
-        )
-        if requires_it(other_arm) and launches(cuda_arm or self.rest, self.kernels):
+        vendor = self.conditions.tells_vendors_apart(test)
+        otherwise = does_otherwise(other_arm) or self.beside or vendor  # (a dispatch; a vendor's)
+        if not vendor and requires_it(other_arm) and launches(cuda_arm or self.rest, self.kernels):
             otherwise = False  # (a requirement of CUDA before a Triton kernel, which XPU runs)
         fallback = (  # (a requirement that picks CUDA by name is still a requirement)
             not self.beside
