@@ -74,10 +74,10 @@ CUDA_REFERENCE_OR_SCALER = Evidence(
     words=(*CUDA_REFERENCE.words, "GradScaler"),
 )
 # `"cuda"`, `"cuda:0"` or `f"cuda:{i}"` given to a call: positionally (first, or after a starred
-# argument), or as `device=`/`type=`/`device_type=`/`map_location=`; or the default of a
-# parameter named for a device (`device: str = "cuda"`), or the `else` of a choice given so
-# (`torch.device("cpu" if no_gpu else "cuda")`); parentheses, line breaks and comments may come
-# between.
+# argument), or as `device=`/`type=`/`device_type=`/`map_location=`/`default=`; or the default of
+# a parameter, or the value of a name, named for a device (`device: str = "cuda"`, `DEVICE =
+# "cuda"`), or the `else` of a choice given so (`torch.device("cpu" if no_gpu else "cuda")`);
+# parentheses, line breaks and comments may come between.
 _CUDA_STRING = r"(?:[\s\\(]|#[^\r\n]*[\r\n])*[rRuUfF]{0,2}['\"]+cuda(?!\w)"
 CUDA_DEVICE_ARGUMENT = Evidence(
     tuple(
@@ -88,6 +88,8 @@ CUDA_DEVICE_ARGUMENT = Evidence(
             r"(?<!\()\(",
             ",",
             r"device\w*\s*(?::[^=\r\n]*)?=",
+            r"DEVICE\w*\s*(?::[^=\r\n]*)?=",
+            r"default\s*=",
             r"type\s*=",
             r"map_location\s*=",
             r"else\b",

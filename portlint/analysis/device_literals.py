@@ -14,9 +14,14 @@ from portlint.analysis.names import (
     code_of,
     dotted_name,
     is_cuda_device_literal,
+    keyword,
+    positional,
 )
+from portlint.analysis.parents import ParentProvider
+from portlint.analysis.passed import unused_default
 from portlint.findings import UNSAFE, Fix
 from portlint.fix import Rewrite
+from portlint.platform import words
 from portlint.rule import Quiet
 
 # Why a device named CUDA is a finding: the detail of each.
@@ -27,6 +32,10 @@ OFF_CUDA = (
 # The message of a device named CUDA with an index: the index is kept, the type replaced.
 FLOAT32 = frozenset({"torch.float32", "torch.float"})
 INDEX_KEPT = "hardcodes CUDA; keep the index, use the device type in use"
+# Why a value that is a device by its name only is `likely`.
+BY_NAME = (
+    "It is a device by its name: where it is used only on CUDA, or not as a device, it is none."
+)
 
 
 def _indexed(rule, literal: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -85,18 +94,85 @@ def report_device_call(rule, node: cst.Call, device_type_arg: cst.Arg, quiet: Qu
     rule.report(node, message, fix=fix, quiet=quiet, detail=f"{OFF_CUDA} {detail}")
 
 
-def report_device_string(rule, literal: cst.BaseExpression, what: str, quiet: Quiet) -> None:
-    """A CUDA device string given as a device: ``device="cuda"``, ``.to("cuda:1")``."""
+def report_device_string(
+    rule, literal: cst.BaseExpression, what: str, quiet: Quiet, by_name: bool = False
+) -> None:
+    """A CUDA device string given as a device: ``device="cuda"``, ``.to("cuda:1")``. With
+    ``by_name``, a value that is a device by the name it is bound to or looked up by: `likely`
+    (it may never be used as one off CUDA), and no fix (other code may read it as text)."""
+    fixed = not by_name
     indexed = _indexed(rule, literal)
     if indexed is not None:
-        fix = _fix(rule, literal, indexed)
+        fix = _fix(rule, literal, indexed) if fixed else None
         message, detail = f"{what} {INDEX_KEPT}", f"{OFF_CUDA} {_index_kept(indexed)}"
     else:
-        fix = _fix(rule, literal, cst.parse_expression(fix_device(rule, literal).expression))
+        device = cst.parse_expression(fix_device(rule, literal).expression)
+        fix = _fix(rule, literal, device) if fixed else None
         suggested = message_device(rule, literal).expression
         message = f"{what} hardcodes CUDA; use `{suggested}`"
         detail = f"{OFF_CUDA} {_in_scope(rule, literal, suggested)}"
-    rule.report(literal, message, fix=fix, quiet=quiet, detail=detail)
+    if by_name:
+        detail = f"{detail} {BY_NAME}"
+    confidence = "likely" if by_name else "certain"
+    rule.report(literal, message, fix=fix, quiet=quiet, detail=detail, confidence=confidence)
+
+
+def report_named_devices(
+    rule, targets: list[cst.BaseExpression], value: cst.BaseExpression
+) -> None:
+    """A CUDA device string bound to a name that names a device (``device = "cuda"``,
+    ``self._device = f"cuda:{rank}"``, ``DEVICE = "cuda"``): a device, as a parameter so
+    named that defaults to one is. No fix: code may read the name as text."""
+    names = [name for t in targets if (name := _last_name(t)) and "device" in words(name)]
+    for literal in cuda_device_literals(value) if names else ():
+        report_device_string(rule, literal, f"`{names[0]}`", None, by_name=True)
+
+
+def report_device_default(rule, node: cst.Call) -> None:
+    """A CUDA device string given as the default of a device setting: ``getattr(args,
+    "device", "cuda")``, ``kwargs.get("device", "cuda")``, ``add_argument("--device",
+    default="cuda")``."""
+    if isinstance(node.func, cst.Name) and node.func.value == "getattr":
+        key, default = argument(node, "name", 1), argument(node, "default", 2)
+    elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ("get", "pop"):
+        key, default = argument(node, "key", 0), argument(node, "default", 1)
+    elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument":
+        key, default = positional(node, 0), keyword(node, "default")  # (`--device`)
+    else:
+        return
+    if key is None or default is None or not isinstance(key.value, cst.SimpleString):
+        return
+    if "device" in words(key.value.evaluated_value or ""):
+        for literal in cuda_device_literals(default.value):
+            what = f"the default of {code_of(key.value)}"
+            report_device_string(rule, literal, what, None, by_name=True)
+
+
+def report_device_parameter(rule, node: cst.Param) -> None:
+    """A parameter named for a device that defaults to CUDA (``device="cuda"``): latent, for
+    every caller that leaves it out; silent where the default is never used."""
+    default = node.default
+    if default is None or "device" not in words(node.name.value):
+        return
+    if not is_cuda_device_literal(default):
+        return
+    parameters = rule.get_metadata(ParentProvider, node, None)
+    owner = rule.get_metadata(ParentProvider, parameters, None) if parameters else None
+    unused = unused_default(rule.module, owner, node)
+    rule.report(
+        default,
+        f"parameter `{node.name.value}` defaults to CUDA; default to None and take the device in use",
+        confidence="likely",
+        quiet=(unused, node) if unused else None,
+        detail="Every caller that leaves it out runs on CUDA.",
+    )
+
+
+def _last_name(target: cst.BaseExpression) -> str | None:
+    """``device`` of ``device``, ``self.device`` or ``args.device``."""
+    if isinstance(target, cst.Name):
+        return target.value
+    return target.attr.value if isinstance(target, cst.Attribute) else None
 
 
 def _in_scope(rule, node: cst.CSTNode, suggested: str) -> str:

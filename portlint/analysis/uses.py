@@ -44,6 +44,8 @@ def not_used(
         return None
     index, kind, why = found
     positional = [a for a in call.args if a.keyword is None and not a.star]
+    if name == "getattr" and not (positional and dotted_name(positional[0].value) == "torch"):
+        return None  # (`getattr(args, "device", "cuda")`: a default like any other)
     if len(positional) > index and positional[index] is current and child is not None:
         return kind, why, call
     return None

@@ -4,7 +4,10 @@ from portlint.analysis.device_literals import (
     cuda_device_literals,
     forces_float32,
     report_device_call,
+    report_device_default,
+    report_device_parameter,
     report_device_string,
+    report_named_devices,
 )
 from portlint.analysis.device_scope import device_type, message_device
 from portlint.analysis.names import (
@@ -17,11 +20,9 @@ from portlint.analysis.names import (
     resolves_to,
 )
 from portlint.analysis.parents import ParentProvider
-from portlint.analysis.passed import unused_default
 from portlint.analysis.scopes import NameProvider
 from portlint.analysis.stand_ins import fake_tensors, mock_data
 from portlint.evidence import CUDA_DEVICE_ARGUMENT
-from portlint.platform import words
 from portlint.rule import Invalid, Rule
 
 TORCH_DEVICE = ("torch.device",)
@@ -48,7 +49,11 @@ class HardcodedCudaDevice(Rule):
     as an arm of a choice, `"cuda" if args.ngpu > 0 else "cpu"`, unless the choice is a check
     of CUDA, where the check is the finding):
     `torch.device("cuda")`, `torch.device("cuda", i)`, `device="cuda"` passed to any call,
-    `.to("cuda")`, and `map_location="cuda"` (a checkpoint restored onto CUDA by name).
+    `.to("cuda")`, and `map_location="cuda"` (a checkpoint restored onto CUDA by name); the
+    value of a name or attribute named for a device (`device = "cuda"`, `self._device =
+    f"cuda:{rank}"`, `DEVICE = "cuda"`) and the default of a device setting (`getattr(args,
+    "device", "cuda")`, `kwargs.get("device", "cuda")`, `add_argument("--device", default=
+    "cuda")`): `likely` (a device by its name only), with no fix (it may be read as text).
     Silent inside CUDA-only platform guards (`if torch.cuda.is_available():`,
     `if not current_platform.is_cuda(): return`, ...) and in `cuda-only-paths`, and where the
     device is data for a test double: given to `Mock(...)`, `patch(...)` or
@@ -383,6 +388,7 @@ class HardcodedCudaDevice(Rule):
         if not any(cuda_device_literals(arg.value) for arg in node.args):
             return
         quiet = mock_data(self, node) or fake_tensors(self, node)
+        report_device_default(self, node)
         if resolves_to(self, node.func, TORCH_DEVICE):
             device_type_arg = argument(node, "type", 0)
             if device_type_arg is None or self._type_compared(node):
@@ -419,6 +425,13 @@ class HardcodedCudaDevice(Rule):
                 )
             self.report(device_type_arg.value, message, quiet=quiet, detail=detail)
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        report_named_devices(self, [t.target for t in node.targets], node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            report_named_devices(self, [node.target], node.value)
+
     def _type_compared(self, node: cst.Call) -> bool:
         """``torch.device("cuda").type == t``: the string ``"cuda"``, compared (a test, as
         ``t == "cuda"`` is), places nothing."""
@@ -429,21 +442,4 @@ class HardcodedCudaDevice(Rule):
         return isinstance(parent, (cst.Comparison, cst.ComparisonTarget))
 
     def visit_Param(self, node: cst.Param) -> None:
-        default = node.default
-        if (
-            default is not None
-            and "device" in words(node.name.value)
-            and is_cuda_device_literal(default)
-        ):
-            parameters = self.get_metadata(ParentProvider, node, None)
-            owner = self.get_metadata(ParentProvider, parameters, None) if parameters else None
-            unused = unused_default(self.module, owner, node)
-            quiet = (unused, node) if unused else None
-            self.report(
-                default,
-                f"parameter `{node.name.value}` defaults to CUDA; default to None and take the "
-                "device in use",
-                confidence="likely",
-                quiet=quiet,
-                detail="Every caller that leaves it out runs on CUDA.",
-            )
+        report_device_parameter(self, node)
