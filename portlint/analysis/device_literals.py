@@ -100,14 +100,13 @@ def report_device_string(
     """A CUDA device string given as a device: ``device="cuda"``, ``.to("cuda:1")``. With
     ``by_name``, a value that is a device by the name it is bound to or looked up by: `likely`
     (it may never be used as one off CUDA), and no fix (other code may read it as text)."""
-    fixed = not by_name
     indexed = _indexed(rule, literal)
     if indexed is not None:
-        fix = _fix(rule, literal, indexed) if fixed else None
+        fix = None if by_name else _fix(rule, literal, indexed)
         message, detail = f"{what} {INDEX_KEPT}", f"{OFF_CUDA} {_index_kept(indexed)}"
     else:
         device = cst.parse_expression(fix_device(rule, literal).expression)
-        fix = _fix(rule, literal, device) if fixed else None
+        fix = None if by_name else _fix(rule, literal, device)
         suggested = message_device(rule, literal).expression
         message = f"{what} hardcodes CUDA; use `{suggested}`"
         detail = f"{OFF_CUDA} {_in_scope(rule, literal, suggested)}"

@@ -117,7 +117,7 @@ class WarmupRule(Rule):
         super().__init__(context)
         self.frames: list[Frame] = [Frame()]
         self.receivers: set[int] = set()
-        self._functions: dict[str, list[cst.FunctionDef]] | None = None  # (by name)
+        self._runs: dict[str, list[tuple[str, int | None, str]]] | None = None  # (by name)
 
     @property
     def frame(self) -> Frame:
@@ -220,38 +220,57 @@ class WarmupRule(Rule):
         module's import, a name of the function around it: ``torch.autograd.backward``)."""
         if not isinstance(node.func, cst.Name):
             return []
-        if self._functions is None:
-            nodes = list(walk(self.module))
-            methods = {id(f) for c in nodes if isinstance(c, cst.ClassDef) for f in c.body.body}
-            self._functions = {}
-            for function in nodes:
-                if isinstance(function, cst.FunctionDef) and id(function) not in methods:
-                    self._functions.setdefault(function.name.value, []).append(function)
-        functions = self._functions.get(node.func.value, [])
-        if len(functions) != 1:
-            return []  # (none, or several of one name: which one runs is not known here)
-        (function,) = functions
-        params = function.params
-        places = {p.name.value: i for i, p in enumerate([*params.posonly_params, *params.params])}
-        places.update((p.name.value, -1) for p in params.kwonly_params)
-        bound = bound_in(function)
+        if self._runs is None:
+            self._runs = self._functions_run()
+        runs = self._runs.get(node.func.value)
+        if runs is None:
+            return []
         names = []
-        for call in walk(function.body):
-            if not isinstance(call, cst.Call) or not self._is_work(call):
+        for parameter, position, rest in runs:
+            if position is None:
+                names.append(rest)  # (a name the function does not bind: the caller's too)
                 continue
-            callee = dotted_name(call.func)
-            if callee is None:
-                continue
-            root = callee.split(".")[0]
-            if root in places:
-                position = places[root]
-                given = keyword(node, root) if position < 0 else argument(node, root, position)
-                value = dotted_name(given.value) if given is not None and not given.star else None
-                if value is not None:
-                    names.append(value + callee[len(root) :])  # (`func.forward` as given)
-            elif root not in bound:
-                names.append(callee)
+            given = (
+                keyword(node, parameter) if position < 0 else argument(node, parameter, position)
+            )
+            value = dotted_name(given.value) if given is not None and not given.star else None
+            if value is not None:
+                names.append(value + rest)  # (`func.forward` as given)
         return names
+
+    def _functions_run(self) -> dict[str, list[tuple[str, int | None, str]]]:
+        """Of each module function (not a method; defined once), read once, its work calls:
+        ``(parameter, position (-1: keyword-only), rest of the callee)`` for a call of a
+        parameter (``func.forward(...)``), ``("", None, callee)`` of a name it does not bind."""
+        nodes = list(walk(self.module))
+        methods = {id(f) for c in nodes if isinstance(c, cst.ClassDef) for f in c.body.body}
+        functions: dict[str, list[cst.FunctionDef]] = {}
+        for function in nodes:
+            if isinstance(function, cst.FunctionDef) and id(function) not in methods:
+                functions.setdefault(function.name.value, []).append(function)
+        runs = {}
+        for name, defined in functions.items():
+            if len(defined) != 1:
+                continue  # (several of one name: which one runs is not known here)
+            (function,) = defined
+            params = function.params
+            places: dict[str, int] = {
+                p.name.value: i for i, p in enumerate([*params.posonly_params, *params.params])
+            }
+            places.update((p.name.value, -1) for p in params.kwonly_params)
+            bound = bound_in(function)
+            found: list[tuple[str, int | None, str]] = []
+            calls = (n for n in walk(function.body) if isinstance(n, cst.Call))
+            for call in calls:
+                if (callee := dotted_name(call.func)) is None or not self._is_work(call):
+                    continue
+                root = callee.split(".")[0]
+                if root in places:
+                    found.append((root, places[root], callee[len(root) :]))
+                elif root not in bound:
+                    found.append(("", None, callee))
+            runs[name] = found
+        return runs
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
