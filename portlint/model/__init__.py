@@ -28,7 +28,6 @@ from portlint.model.conditions import (
     origins_of,
     resolver,
 )
-from portlint.model.devices import launches
 from portlint.model.flow import Flow
 from portlint.model.places import END, FUNCTIONS, Check, Region, Summaries, statements_in
 from portlint.model.recognisers import Recognisers
@@ -124,13 +123,23 @@ def _launchers(tree: ast.Module) -> frozenset[str]:
     )
     if not kernels:
         return frozenset()
-    functions = [node for node in tree.body if isinstance(node, FUNCTIONS)]
+    called = {  # (each function's calls, walked once: `f(...)` and `k[grid](...)` alike)
+        f.name: {
+            callee.id
+            for node in ast.walk(f)
+            if isinstance(node, ast.Call)
+            and isinstance(
+                callee := node.func.value if isinstance(node.func, ast.Subscript) else node.func,
+                ast.Name,
+            )
+        }
+        for f in tree.body
+        if isinstance(f, FUNCTIONS)
+    }
     launching = set(kernels)
-    while True:
-        more = {f.name for f in functions if f.name not in launching and launches([f], launching)}
-        if not more:
-            return frozenset(launching)
+    while more := {f for f, names in called.items() if f not in launching and names & launching}:
         launching |= more
+    return frozenset(launching)
 
 
 class _Regions:
